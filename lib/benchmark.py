@@ -1,0 +1,96 @@
+"""Measure the trainer (README, "Performance"): ``python -m lib.benchmark``.
+
+1. Batched vs loop: 64 independent 2-16-1 ReLU nets, 1000 full-batch steps each, trained as one
+   :class:`lib.nets.BatchedMLP` and then one by one with the same trainer; the speed-up must be >= 10x.
+2. Trainer overhead: :func:`lib.train.train_full_batch` vs a bare torch loop on the same model and
+   data; the ratio must stay <= 1.2.
+Both are measured side by side in one process, 1 torch thread, best of ``--repeats`` runs.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import torch
+
+from lib.data import synthetic_2d
+from lib.nets import BatchedMLP
+from lib.train import logistic_per_model, make_optimizer, train_full_batch
+
+WIDTHS = [2, 16, 1]
+
+
+def _data():
+    d = synthetic_2d("xor", 400, seed=0)
+    return d.X_train, d.y_train.float() * 2 - 1
+
+
+def time_batched(n_models: int, steps: int) -> float:
+    """Seconds to train ``n_models`` nets as one batched computation."""
+    X, y = _data()
+    model = BatchedMLP(WIDTHS, seeds=range(n_models))
+    return train_full_batch(model, X, y, logistic_per_model, steps, lr=0.5, progress=False).wall_time_s
+
+
+def time_loop(n_models: int, steps: int) -> float:
+    """Seconds to train the same nets one after another with the same trainer."""
+    X, y = _data()
+    start = time.perf_counter()
+    for m in range(n_models):
+        train_full_batch(BatchedMLP(WIDTHS, seeds=[m]), X, y, logistic_per_model, steps, lr=0.5,
+                         progress=False)
+    return time.perf_counter() - start
+
+
+def time_bare_loop(steps: int) -> float:
+    """Seconds for the plainest torch loop on one 2-16-1 net (the reference for the overhead)."""
+    X, y = _data()
+    model = BatchedMLP(WIDTHS, seeds=[0])
+    opt = make_optimizer(model.parameters(), "sgd", 0.5)
+    start = time.perf_counter()
+    for _ in range(steps):
+        opt.zero_grad(set_to_none=True)
+        logistic_per_model(model(X), y).sum().backward()
+        opt.step()
+    return time.perf_counter() - start
+
+
+def time_trainer(steps: int) -> float:
+    """Seconds for :func:`train_full_batch` on the same net and data as :func:`time_bare_loop`."""
+    X, y = _data()
+    model = BatchedMLP(WIDTHS, seeds=[0])
+    start = time.perf_counter()
+    train_full_batch(model, X, y, logistic_per_model, steps, lr=0.5, progress=True)
+    return time.perf_counter() - start
+
+
+def run(n_models: int = 64, steps: int = 1000, repeats: int = 3) -> dict:
+    """Best-of-``repeats`` timings and the two ratios the README reports."""
+    torch.set_num_threads(1)
+    best = lambda f, *a: min(f(*a) for _ in range(repeats))  # noqa: E731
+    batched, loop = best(time_batched, n_models, steps), best(time_loop, n_models, steps)
+    bare, trainer = best(time_bare_loop, steps), best(time_trainer, steps)
+    return {"batched_s": batched, "loop_s": loop, "speedup": loop / batched,
+            "bare_loop_s": bare, "trainer_s": trainer, "overhead_ratio": trainer / bare}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--models", type=int, default=64)
+    parser.add_argument("--steps", type=int, default=1000)
+    parser.add_argument("--repeats", type=int, default=3)
+    args = parser.parse_args(argv)
+    r = run(args.models, args.steps, args.repeats)
+    print(f"{args.models} nets x {args.steps} steps: batched {r['batched_s']:.2f} s, one by one "
+          f"{r['loop_s']:.2f} s -> speed-up {r['speedup']:.1f}x (target >= 10x)")
+    print(f"one net x {args.steps} steps: bare torch loop {r['bare_loop_s']:.3f} s, train_full_batch "
+          f"{r['trainer_s']:.3f} s -> ratio {r['overhead_ratio']:.2f} (target <= 1.2)")
+    ok = r["speedup"] >= 10 and r["overhead_ratio"] <= 1.2
+    print("PASS" if ok else "FAIL")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

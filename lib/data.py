@@ -1,0 +1,260 @@
+"""Data for the chapters: offline sets for the quick and full scales, online sets for ``paper``.
+
+Offline (no network, ever): :func:`synthetic_2d` (toy 2-D problems), :func:`load_digits_split`
+(scikit-learn's bundled 8x8 digits) and :func:`make_mnist1d` (MNIST-1D, generated procedurally by
+the ``mnist1d`` package and cached; never downloaded). Online: :func:`load_online` fetches MNIST,
+CIFAR-100 or IMDB, verifies the MD5 checksum and caches the files; it runs only at the ``paper``
+scale and fails with a clear message when the machine is offline.
+"""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import os
+import pickle
+import tarfile
+import tempfile
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from lib.scale import current_scale
+
+CACHE_DIR = Path(os.environ.get("REPRO_CACHE", Path.home() / ".cache" / "relu-book"))
+
+
+@dataclass(frozen=True)
+class DataSplit:
+    """A train/test split: ``X_*`` float32 tensors of shape ``(n, ...)``, ``y_*`` int64 labels."""
+
+    X_train: torch.Tensor
+    y_train: torch.Tensor
+    X_test: torch.Tensor
+    y_test: torch.Tensor
+    name: str = ""
+
+    def __repr__(self) -> str:
+        return (f"DataSplit({self.name!r}: train {tuple(self.X_train.shape)}, "
+                f"test {tuple(self.X_test.shape)}, classes {sorted(set(self.y_train.tolist()))})")
+
+
+def _split(X: np.ndarray, y: np.ndarray, test_fraction: float, seed: int, name: str) -> DataSplit:
+    if not 0 < test_fraction < 1:
+        raise ValueError(f"test_fraction must be in (0, 1), got {test_fraction!r}")
+    order = np.random.default_rng(seed).permutation(len(y))
+    n_test = max(1, int(round(test_fraction * len(y))))
+    test, train = order[:n_test], order[n_test:]
+    t = lambda a, dt: torch.as_tensor(np.ascontiguousarray(a), dtype=dt)  # noqa: E731
+    return DataSplit(t(X[train], torch.float32), t(y[train], torch.int64),
+                     t(X[test], torch.float32), t(y[test], torch.int64), name)
+
+
+SYNTHETIC_KINDS = ("moons", "circles", "xor")
+
+
+def synthetic_2d(kind: str, n: int, seed: int, noise: float = 0.1, test_fraction: float = 0.5) -> DataSplit:
+    """A 2-D binary problem (labels 0/1): ``moons``, ``circles`` or ``xor`` (four Gaussian blobs)."""
+    from sklearn.datasets import make_circles, make_moons
+
+    if not isinstance(n, int) or n < 4:
+        raise ValueError(f"n must be an int >= 4, got {n!r}")
+    if not np.isfinite(noise) or noise < 0:
+        raise ValueError(f"noise must be a finite non-negative number, got {noise!r}")
+    if kind == "moons":
+        X, y = make_moons(n, noise=noise, random_state=seed)
+    elif kind == "circles":
+        X, y = make_circles(n, noise=noise, factor=0.5, random_state=seed)
+    elif kind == "xor":
+        rng = np.random.default_rng(seed)
+        corners = rng.integers(0, 2, size=(n, 2))
+        X = (2.0 * corners - 1.0) * 0.5 + noise * rng.standard_normal((n, 2))
+        y = corners[:, 0] ^ corners[:, 1]
+    else:
+        raise ValueError(f"kind must be one of {SYNTHETIC_KINDS}, got {kind!r}")
+    return _split(X, y, test_fraction, seed, f"{kind}-{n}")
+
+
+def load_digits_split(classes=None, test_fraction: float = 0.25, seed: int = 0,
+                      standardize: bool = True) -> DataSplit:
+    """scikit-learn's bundled 8x8 digits (1797 images, 64 features), optionally only some ``classes``.
+
+    Labels are re-indexed ``0..len(classes)-1`` in the order given. With ``standardize``, features are
+    scaled to [0, 1] (pixel values 0..16 divided by 16).
+    """
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    X, y = digits.data.astype(np.float64), digits.target
+    if classes is not None:
+        classes = list(classes)
+        if not classes or any(c not in range(10) for c in classes) or len(set(classes)) != len(classes):
+            raise ValueError(f"classes must be distinct digits 0..9, got {classes!r}")
+        keep = np.isin(y, classes)
+        index = {c: i for i, c in enumerate(classes)}
+        X, y = X[keep], np.array([index[c] for c in y[keep]])
+    if standardize:
+        X = X / 16.0
+    return _split(X, y, test_fraction, seed, "digits")
+
+
+def _atomic_save_npz(path: Path, **arrays) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".npz")
+    os.close(fd)
+    try:
+        np.savez_compressed(tmp, **arrays)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def make_mnist1d(num_samples: int = 5000, seed: int = 42, cache: bool = True) -> DataSplit:
+    """MNIST-1D (Greydanus 2020): 10 classes of length-40 signals, generated procedurally.
+
+    Uses the ``mnist1d`` package's generator with its default arguments (``num_samples`` and ``seed``
+    aside) and its 80/20 train/test split; never downloads. The result is cached under
+    ``~/.cache/relu-book`` (override with ``REPRO_CACHE``) since generation takes seconds.
+    """
+    if not isinstance(num_samples, int) or num_samples < 10:
+        raise ValueError(f"num_samples must be an int >= 10, got {num_samples!r}")
+    path = CACHE_DIR / f"mnist1d_n{num_samples}_s{seed}.npz"
+    if cache and path.exists():
+        d = np.load(path)
+    else:
+        from mnist1d.data import get_dataset_args, make_dataset
+
+        args = get_dataset_args()
+        args.num_samples, args.seed = num_samples, seed
+        state = np.random.get_state()  # make_dataset seeds numpy's global RNG; restore it after
+        try:
+            d = make_dataset(args)
+        finally:
+            np.random.set_state(state)
+        d = {k: d[k] for k in ("x", "y", "x_test", "y_test")}
+        if cache:
+            _atomic_save_npz(path, **d)
+    f = lambda a, dt: torch.as_tensor(np.asarray(a), dtype=dt)  # noqa: E731
+    return DataSplit(f(d["x"], torch.float32), f(d["y"], torch.int64),
+                     f(d["x_test"], torch.float32), f(d["y_test"], torch.int64), "mnist1d")
+
+
+# name -> list of (url, file name, md5); the published checksums of the original files.
+ONLINE_SOURCES = {
+    "mnist": [
+        ("https://ossci-datasets.s3.amazonaws.com/mnist/train-images-idx3-ubyte.gz",
+         "train-images-idx3-ubyte.gz", "f68b3c2dcbeaaa9fbdd348bbdeb94873"),
+        ("https://ossci-datasets.s3.amazonaws.com/mnist/train-labels-idx1-ubyte.gz",
+         "train-labels-idx1-ubyte.gz", "d53e105ee54ea40749a09fcbcd1e9432"),
+        ("https://ossci-datasets.s3.amazonaws.com/mnist/t10k-images-idx3-ubyte.gz",
+         "t10k-images-idx3-ubyte.gz", "9fb629c4189551a2d022fa330f9573f3"),
+        ("https://ossci-datasets.s3.amazonaws.com/mnist/t10k-labels-idx1-ubyte.gz",
+         "t10k-labels-idx1-ubyte.gz", "ec29112dd5afa0611ce80d1b7f02629c"),
+    ],
+    "cifar100": [
+        ("https://www.cs.toronto.edu/~kriz/cifar-100-python.tar.gz",
+         "cifar-100-python.tar.gz", "eb9058c3a382ffc7106e4002c42a8d85"),
+    ],
+    "imdb": [
+        ("https://ai.stanford.edu/~amaas/data/sentiment/aclImdb_v1.tar.gz",
+         "aclImdb_v1.tar.gz", "7c2ac02c03563afcf9b574c7e56c153a"),
+    ],
+}
+
+
+class OfflineDataError(RuntimeError):
+    """An online data set could not be fetched (the machine is offline or the source is down)."""
+
+
+def md5sum(path: Path) -> str:
+    """MD5 of a file, read in chunks."""
+    h = hashlib.md5()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def fetch(url: str, path: Path, md5: str, timeout: float = 60.0) -> Path:
+    """Download ``url`` to ``path`` unless a file with the right checksum is there; verify the MD5."""
+    if path.exists() and md5sum(path) == md5:
+        return path
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".part")
+    os.close(fd)
+    try:
+        try:
+            with urllib.request.urlopen(url, timeout=timeout) as src, open(tmp, "wb") as dst:
+                for chunk in iter(lambda: src.read(1 << 20), b""):
+                    dst.write(chunk)
+        except OSError as err:
+            raise OfflineDataError(
+                f"could not download {url} ({err}). Only REPRO_SCALE=paper uses this data set and it "
+                "needs the internet (e.g. Colab); the quick and full scales use offline stand-ins.") from err
+        got = md5sum(Path(tmp))
+        if got != md5:
+            raise OfflineDataError(f"checksum mismatch for {url}: expected md5 {md5}, got {got}")
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return path
+
+
+def _read_idx(path: Path) -> np.ndarray:
+    with gzip.open(path, "rb") as fh:
+        data = fh.read()
+    ndim = data[3]
+    shape = tuple(int.from_bytes(data[4 + 4 * i: 8 + 4 * i], "big") for i in range(ndim))
+    return np.frombuffer(data, dtype=np.uint8, offset=4 + 4 * ndim).reshape(shape)
+
+
+def _parse_mnist(files) -> DataSplit:
+    Xtr, ytr, Xte, yte = (_read_idx(p) for p in files)
+    f = lambda a, dt: torch.as_tensor(a.astype(np.float32) / 255.0 if dt == torch.float32 else a.astype(np.int64))  # noqa: E731
+    return DataSplit(f(Xtr, torch.float32), f(ytr, torch.int64), f(Xte, torch.float32), f(yte, torch.int64), "mnist")
+
+
+def _parse_cifar100(files) -> DataSplit:
+    parts = {}
+    with tarfile.open(files[0]) as tar:
+        for split in ("train", "test"):
+            d = pickle.load(tar.extractfile(f"cifar-100-python/{split}"), encoding="bytes")
+            X = np.asarray(d[b"data"], dtype=np.float32).reshape(-1, 3, 32, 32) / 255.0
+            parts[split] = (torch.from_numpy(X), torch.as_tensor(d[b"fine_labels"], dtype=torch.int64))
+    return DataSplit(*parts["train"], *parts["test"], "cifar100")
+
+
+def _parse_imdb(files) -> dict:
+    texts = {"train": ([], []), "test": ([], [])}
+    with tarfile.open(files[0]) as tar:
+        for member in tar:
+            parts = member.name.split("/")
+            if len(parts) == 4 and parts[1] in texts and parts[2] in ("pos", "neg") and member.isfile():
+                texts[parts[1]][0].append(tar.extractfile(member).read().decode("utf-8"))
+                texts[parts[1]][1].append(int(parts[2] == "pos"))
+    return {split: {"text": t, "label": np.array(l)} for split, (t, l) in texts.items()}
+
+
+_PARSERS = {"mnist": _parse_mnist, "cifar100": _parse_cifar100, "imdb": _parse_imdb}
+
+
+def load_online(name: str, root: Path | None = None):
+    """MNIST or CIFAR-100 as a :class:`DataSplit`, or IMDB as ``{split: {"text", "label"}}``.
+
+    Only at ``REPRO_SCALE=paper``: the other scales never touch the network. Files are MD5-verified
+    and cached under ``root`` (default ``~/.cache/relu-book``).
+    """
+    if name not in ONLINE_SOURCES:
+        raise ValueError(f"online data set must be one of {sorted(ONLINE_SOURCES)}, got {name!r}")
+    scale = current_scale()
+    if scale != "paper":
+        raise ValueError(f"load_online({name!r}) is for REPRO_SCALE=paper only (the current scale is "
+                         f"{scale!r}, which uses offline stand-ins)")
+    root = Path(root or CACHE_DIR)
+    files = [fetch(url, root / name / fname, md5) for url, fname, md5 in ONLINE_SOURCES[name]]
+    return _PARSERS[name](files)

@@ -1,0 +1,199 @@
+"""Explicit ReLU MLPs, their symmetries, and batched ensembles of small nets.
+
+A network is a list of ``(W, b)`` pairs with ``W`` of shape ``(d_out, d_in)`` (the convention of
+Phuong 2021, §1.2): ``x -> W_L relu(... relu(W_1 x + b_1) ...) + b_L``. The two symmetries that keep
+the function fixed (permuting and positively rescaling the hidden units of a layer; Chapter 1) are
+:func:`permute_hidden` and :func:`rescale_hidden`. :class:`BatchedMLP` trains many independent small
+nets (seeds, widths padded, data sets) as one tensor computation (Chapters 0 and 6).
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import torch
+
+ACTIVATIONS = ("relu", "leaky_relu", "linear")
+INIT_SCHEMES = ("he", "lecun", "normal")
+
+
+def _check_widths(widths) -> list[int]:
+    widths = list(widths)
+    if len(widths) < 2 or any(not isinstance(w, int) or isinstance(w, bool) or w < 1 for w in widths):
+        raise ValueError(f"widths must list at least two positive ints (input, ..., output), got {widths!r}")
+    return widths
+
+
+def activate(z: torch.Tensor, activation: str = "relu", negative_slope: float = 0.01) -> torch.Tensor:
+    """The hidden-layer nonlinearity by name."""
+    if activation == "relu":
+        return torch.relu(z)
+    if activation == "leaky_relu":
+        return torch.nn.functional.leaky_relu(z, negative_slope)
+    if activation == "linear":
+        return z
+    raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
+
+
+def _init_std(fan_in: int, scheme: str) -> float:
+    if scheme == "he":
+        return math.sqrt(2.0 / fan_in)
+    if scheme == "lecun":
+        return math.sqrt(1.0 / fan_in)
+    if scheme == "normal":
+        return 1.0
+    raise ValueError(f"init scheme must be one of {INIT_SCHEMES}, got {scheme!r}")
+
+
+def init_mlp(widths: Sequence[int], seed: int, scheme: str = "he", scale: float = 1.0,
+             bias: bool = True, dtype=torch.float32, requires_grad: bool = False):
+    """A random MLP as a list of ``(W, b)``: Gaussian weights with the ``scheme``'s std times ``scale``.
+
+    Biases start at zero (``bias=False`` keeps them zero and without gradient).
+    """
+    widths = _check_widths(widths)
+    if not math.isfinite(scale) or scale < 0:
+        raise ValueError(f"scale must be a finite non-negative number, got {scale!r}")
+    gen = torch.Generator().manual_seed(int(seed))
+    params = []
+    for d_in, d_out in zip(widths[:-1], widths[1:]):
+        W = torch.randn(d_out, d_in, generator=gen, dtype=dtype) * (_init_std(d_in, scheme) * scale)
+        b = torch.zeros(d_out, dtype=dtype)
+        W.requires_grad_(requires_grad)
+        b.requires_grad_(requires_grad and bias)
+        params.append((W, b))
+    return params
+
+
+def _check_params(params) -> None:
+    if not params:
+        raise ValueError("params must be a non-empty list of (W, b) pairs")
+    for i, pair in enumerate(params):
+        if len(pair) != 2:
+            raise ValueError(f"layer {i} must be a (W, b) pair")
+        W, b = pair
+        if W.ndim != 2 or b.ndim != 1 or b.shape[0] != W.shape[0]:
+            raise ValueError(f"layer {i}: expected W (d_out, d_in) and b (d_out,), got {tuple(W.shape)} "
+                             f"and {tuple(b.shape)}")
+        if i and W.shape[1] != params[i - 1][0].shape[0]:
+            raise ValueError(f"layer {i}: W expects {W.shape[1]} inputs but layer {i-1} has "
+                             f"{params[i - 1][0].shape[0]} outputs")
+
+
+def mlp_forward(params, X: torch.Tensor, activation: str = "relu", negative_slope: float = 0.01,
+                return_preactivations: bool = False):
+    """Evaluate the MLP on the rows of ``X`` (shape ``(n, d_0)``); returns ``(n, d_L)``.
+
+    With ``return_preactivations`` also returns the list of hidden pre-activations (for activation
+    patterns and linear regions).
+    """
+    _check_params(params)
+    X = torch.as_tensor(X)
+    if X.ndim != 2 or X.shape[1] != params[0][0].shape[1]:
+        raise ValueError(f"X must have shape (n, {params[0][0].shape[1]}), got {tuple(X.shape)}")
+    if not X.is_floating_point():
+        raise ValueError(f"X must be a floating-point tensor, got dtype {X.dtype}")
+    h, pre = X.to(params[0][0].dtype), []
+    for i, (W, b) in enumerate(params):
+        z = h @ W.T + b
+        if i == len(params) - 1:
+            return (z, pre) if return_preactivations else z
+        pre.append(z)
+        h = activate(z, activation, negative_slope)
+
+
+def _check_hidden(params, layer: int) -> None:
+    _check_params(params)
+    if not 0 <= layer < len(params) - 1:
+        raise ValueError(f"layer must index a hidden layer in [0, {len(params) - 1}), got {layer}")
+
+
+def permute_hidden(params, layer: int, perm) -> list:
+    """Permute the units of hidden ``layer`` (0-based); the function is unchanged (Ch. 1, eq. 2.1)."""
+    _check_hidden(params, layer)
+    perm = torch.as_tensor(perm, dtype=torch.long)
+    width = params[layer][0].shape[0]
+    if perm.shape != (width,) or not torch.equal(torch.sort(perm).values, torch.arange(width)):
+        raise ValueError(f"perm must be a permutation of range({width}), got {perm.tolist()}")
+    out = [(W.clone(), b.clone()) for W, b in params]
+    W, b = out[layer]
+    out[layer] = (W[perm], b[perm])
+    out[layer + 1] = (out[layer + 1][0][:, perm], out[layer + 1][1])
+    return out
+
+
+def rescale_hidden(params, layer: int, scales) -> list:
+    """Multiply unit ``j`` of hidden ``layer`` by ``scales[j] > 0`` and divide its outgoing weights.
+
+    ReLU is positively homogeneous, so the function is unchanged (Ch. 1, eq. 2.2).
+    """
+    _check_hidden(params, layer)
+    W, b = params[layer]
+    scales = torch.as_tensor(scales, dtype=W.dtype)
+    if scales.shape != (W.shape[0],) or not bool(torch.all(scales > 0)) or not bool(torch.isfinite(scales).all()):
+        raise ValueError(f"scales must be {W.shape[0]} finite positive numbers, got {scales.tolist()}")
+    out = [(Wl.clone(), bl.clone()) for Wl, bl in params]
+    out[layer] = (W * scales[:, None], b * scales)
+    out[layer + 1] = (out[layer + 1][0] / scales[None, :], out[layer + 1][1])
+    return out
+
+
+class BatchedMLP(torch.nn.Module):
+    """``n_models`` independent MLPs of one shape, evaluated as batched matrix products.
+
+    Weights have shape ``(n_models, d_out, d_in)``. ``forward`` takes inputs of shape ``(n, d_0)``
+    (shared by all models) or ``(n_models, n, d_0)`` (one data set per model) and returns
+    ``(n_models, n, d_L)``. Model ``m`` is initialised exactly like ``init_mlp(widths, seeds[m])``,
+    so a batched run and a loop of single runs start from the same weights.
+    """
+
+    def __init__(self, widths: Sequence[int], n_models: int | None = None, seeds=None,
+                 scheme: str = "he", scale: float = 1.0, activation: str = "relu",
+                 negative_slope: float = 0.01, dtype=torch.float32):
+        super().__init__()
+        widths = _check_widths(widths)
+        if seeds is None:
+            if not isinstance(n_models, int) or n_models < 1:
+                raise ValueError(f"n_models must be a positive int, got {n_models!r}")
+            seeds = list(range(n_models))
+        seeds = [int(s) for s in seeds]
+        if not seeds or (n_models is not None and len(seeds) != n_models):
+            raise ValueError(f"need one seed per model: n_models={n_models}, got {len(seeds)} seeds")
+        activate(torch.zeros(1), activation)  # validates the name
+        self.widths, self.activation, self.negative_slope = widths, activation, negative_slope
+        nets = [init_mlp(widths, s, scheme, scale, dtype=dtype) for s in seeds]
+        self.weights = torch.nn.ParameterList(
+            torch.nn.Parameter(torch.stack([net[l][0] for net in nets])) for l in range(len(widths) - 1))
+        self.biases = torch.nn.ParameterList(
+            torch.nn.Parameter(torch.stack([net[l][1] for net in nets])) for l in range(len(widths) - 1))
+
+    @property
+    def n_models(self) -> int:
+        return self.weights[0].shape[0]
+
+    def forward(self, X: torch.Tensor) -> torch.Tensor:
+        if X.ndim == 2:
+            X = X.unsqueeze(0).expand(self.n_models, -1, -1)
+        if X.ndim != 3 or X.shape[0] != self.n_models or X.shape[2] != self.widths[0]:
+            raise ValueError(f"X must have shape (n, {self.widths[0]}) or ({self.n_models}, n, "
+                             f"{self.widths[0]}), got {tuple(X.shape)}")
+        h = X
+        last = len(self.weights) - 1
+        for l, (W, b) in enumerate(zip(self.weights, self.biases)):
+            h = torch.baddbmm(b.unsqueeze(1), h, W.transpose(1, 2))
+            if l < last:
+                h = activate(h, self.activation, self.negative_slope)
+        return h
+
+    def model_params(self, m: int) -> list:
+        """Model ``m`` as an explicit ``[(W, b), ...]`` list (detached copies)."""
+        if not 0 <= m < self.n_models:
+            raise ValueError(f"model index must be in [0, {self.n_models}), got {m}")
+        return [(W[m].detach().clone(), b[m].detach().clone()) for W, b in zip(self.weights, self.biases)]
+
+
+def params_to_numpy(params) -> list:
+    """``[(W, b), ...]`` as float64 numpy arrays (for exact geometry in numpy)."""
+    _check_params(params)
+    return [(W.detach().double().numpy(), b.detach().double().numpy()) for W, b in params]

@@ -1,0 +1,51 @@
+"""Helpers for the chapter notebooks: set-up banner, showing tested code, timing the chapter."""
+
+from __future__ import annotations
+
+import inspect
+import time
+
+from lib.plotting import use_book_style
+from lib.scale import ChapterScales, banner, set_threads
+
+
+def setup(chapter: ChapterScales, threads: int = 1) -> "Stopwatch":
+    """Start a chapter: pin torch threads, apply the figure style, print the scale banner.
+
+    Returns a running :class:`Stopwatch` that the chapter's last cell reports.
+    """
+    if not isinstance(chapter, ChapterScales):
+        raise ValueError(f"setup expects the chapter's ChapterScales, got {type(chapter).__name__}")
+    set_threads(threads)
+    use_book_style()
+    print(banner(chapter))
+    return Stopwatch()
+
+
+def show_source(obj):
+    """Display the source code of a function or class, so the notebook shows the tested code itself."""
+    from IPython.display import Markdown
+
+    if not (inspect.isfunction(obj) or inspect.isclass(obj) or inspect.ismethod(obj)):
+        raise ValueError(f"show_source expects a function, method or class, got {type(obj).__name__}")
+    module = inspect.getmodule(obj).__name__
+    return Markdown(f"`{module}.{obj.__qualname__}`:\n\n```python\n{inspect.getsource(obj).rstrip()}\n```")
+
+
+class Stopwatch:
+    """Wall-clock timer for a chapter (the definition of done asks for the quick-scale time)."""
+
+    def __init__(self):
+        self.start = time.perf_counter()
+
+    @property
+    def elapsed(self) -> float:
+        return time.perf_counter() - self.start
+
+    def report(self, budget_s: float | None = None) -> float:
+        """Print the elapsed time (and the budget it must stay under, if given); return it."""
+        msg = f"Chapter wall time: {self.elapsed:.1f} s"
+        if budget_s is not None:
+            msg += f" (quick-scale budget: {budget_s:.0f} s on the 2-core CI machine)"
+        print(msg)
+        return self.elapsed

@@ -1,0 +1,181 @@
+"""Chapter metrics with provenance under ``results/`` and the "Paper vs this book" table.
+
+Every chapter saves its full-scale metrics with :func:`save_results` (the committed
+``results/<chapter>/full.json``) and shows them next to the document's numbers and the current run's
+with :func:`paper_vs_ours`. A quick-scale run never writes under ``results/``.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import math
+import os
+import platform
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from lib.scale import SCALES, current_scale, seed_offset
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+RESULTS_DIR = REPO_ROOT / "results"
+TABLE_COLUMNS = ("quantity", "paper", "this_run", "full", "note")
+TABLE_HEADERS = ("Quantity", "Document", "This run", "Committed full run", "Note")
+
+
+def _to_jsonable(value):
+    """Convert numpy scalars/arrays (and nested containers) to plain JSON types; reject NaN keys."""
+    if isinstance(value, dict):
+        return {str(k): _to_jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_to_jsonable(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return _to_jsonable(value.tolist())
+    if isinstance(value, np.generic):
+        return value.item()
+    if hasattr(value, "tolist") and hasattr(value, "dtype"):  # torch tensors
+        return _to_jsonable(value.tolist())
+    if isinstance(value, float) and not math.isfinite(value):
+        return None  # JSON has no NaN/inf; a missing value reads as None
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    raise ValueError(f"cannot store a value of type {type(value).__name__} in results JSON")
+
+
+def git_commit() -> str:
+    """The repository's current commit (with ``-dirty`` if the tree has changes), or ``unknown``."""
+    try:
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True,
+                              text=True, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
+                               cwd=REPO_ROOT, capture_output=True, text=True, timeout=10).stdout
+        return head + ("-dirty" if dirty.strip() else "")
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+
+
+def provenance(seeds, wall_time_s: float, scale: str | None = None) -> dict:
+    """Where and how a result was made: scale, seeds, commit, date, machine, wall time."""
+    import torch
+
+    return {
+        "scale": scale or current_scale(),
+        "seed_offset": seed_offset(),
+        "seeds": [int(s) for s in seeds],
+        "git_commit": git_commit(),
+        "date_utc": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "machine": {
+            "platform": platform.platform(),
+            "processor": platform.machine(),
+            "cpu_count": os.cpu_count(),
+            "torch_threads": torch.get_num_threads(),
+            "python": platform.python_version(),
+            "torch": torch.__version__,
+            "numpy": np.__version__,
+        },
+        "wall_time_s": round(float(wall_time_s), 3),
+    }
+
+
+def _check_chapter(chapter: str) -> None:
+    if not isinstance(chapter, str) or not chapter or not chapter.replace("_", "").isalnum():
+        raise ValueError(f"chapter key must be a non-empty identifier like 'boolean_swaps', got {chapter!r}")
+
+
+def results_path(chapter: str, scale: str = "full", root: Path | None = None) -> Path:
+    """``results/<chapter>/<scale>.json``."""
+    _check_chapter(chapter)
+    if scale not in SCALES:
+        raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
+    return (root or RESULTS_DIR) / chapter / f"{scale}.json"
+
+
+def save_results(chapter: str, metrics: dict, *, seeds, wall_time_s: float, config=None,
+                 root: Path | None = None) -> Path | None:
+    """Write ``metrics`` with provenance to ``results/<chapter>/<scale>.json`` atomically.
+
+    At quick scale nothing is written (returns ``None``): only full and paper runs are kept.
+    ``config`` (e.g. the chapter's dataclass) is stored as its ``repr`` for the record.
+    """
+    if not isinstance(metrics, dict) or not metrics:
+        raise ValueError("metrics must be a non-empty dict")
+    if not np.isfinite(wall_time_s) or wall_time_s < 0:
+        raise ValueError(f"wall_time_s must be a finite non-negative number, got {wall_time_s!r}")
+    scale = current_scale()
+    path = results_path(chapter, scale, root)
+    if scale == "quick":
+        print(f"quick scale: results not saved (a {scale!r} run never writes under results/)")
+        return None
+    record = {
+        "chapter": chapter,
+        "metrics": _to_jsonable(metrics),
+        "provenance": provenance(seeds, wall_time_s, scale),
+        "config": None if config is None else repr(config),
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w") as fh:
+            json.dump(record, fh, indent=1, sort_keys=True)
+            fh.write("\n")
+        os.replace(tmp, path)  # atomic on POSIX: readers see the old or the new file, never half
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+    print(f"saved {path.relative_to(path.parents[2]) if root is None else path}")
+    return path
+
+
+def load_results(chapter: str, scale: str = "full", root: Path | None = None) -> dict | None:
+    """The saved record (keys ``metrics``, ``provenance``, ``config``), or ``None`` if absent."""
+    path = results_path(chapter, scale, root)
+    if not path.exists():
+        return None
+    with open(path) as fh:
+        return json.load(fh)
+
+
+def format_value(value, digits: int = 3) -> str:
+    """How a table cell shows a value: ``—`` for missing, ``digits`` significant digits for floats."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "—"
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "no"
+    if isinstance(value, (int, np.integer)):
+        return str(int(value))
+    if isinstance(value, (float, np.floating)):
+        return f"{float(value):.{digits}g}"
+    return str(value)
+
+
+def paper_vs_ours_markdown(rows, digits: int = 3) -> str:
+    """The "Paper vs this book" table as Markdown text (see :func:`paper_vs_ours`)."""
+    rows = list(rows)
+    if not rows:
+        raise ValueError("paper_vs_ours needs at least one row")
+    lines = ["| " + " | ".join(TABLE_HEADERS) + " |", "|" + "---|" * len(TABLE_HEADERS)]
+    for i, row in enumerate(rows):
+        if not isinstance(row, dict) or "quantity" not in row:
+            raise ValueError(f"row {i} must be a dict with at least a 'quantity' key, got {row!r}")
+        unknown = set(row) - set(TABLE_COLUMNS)
+        if unknown:
+            raise ValueError(f"row {i} has unknown keys {sorted(unknown)}; allowed: {TABLE_COLUMNS}")
+        cells = [format_value(row.get(key), digits).replace("|", "\\|").replace("\n", " ")
+                 for key in TABLE_COLUMNS]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def paper_vs_ours(rows, digits: int = 3):
+    """Display object for the "Paper vs this book" table (renders in Jupyter and in the book).
+
+    ``rows``: dicts with ``quantity`` and any of ``paper`` (the document's number), ``this_run``,
+    ``full`` (the committed full-scale number) and ``note`` (the sentence explaining a difference).
+    """
+    from IPython.display import Markdown
+
+    return Markdown(paper_vs_ours_markdown(rows, digits))
