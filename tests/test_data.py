@@ -1,0 +1,101 @@
+import urllib.request
+
+import numpy as np
+import pytest
+import torch
+
+from lib import data
+
+
+@pytest.mark.parametrize("kind", data.SYNTHETIC_KINDS)
+def test_synthetic_2d(kind):
+    d = data.synthetic_2d(kind, 100, seed=1)
+    assert d.X_train.shape == (50, 2) and d.X_test.shape == (50, 2)
+    assert d.X_train.dtype == torch.float32 and d.y_train.dtype == torch.int64
+    assert set(d.y_train.tolist()) <= {0, 1}
+    assert torch.equal(d.X_train, data.synthetic_2d(kind, 100, seed=1).X_train)
+
+
+@pytest.mark.parametrize("args,match", [(("spiral", 100, 0), "kind"), (("xor", 2, 0), "n must"),
+                                        (("xor", 100, 0, -1.0), "noise")])
+def test_synthetic_bad_input(args, match):
+    with pytest.raises(ValueError, match=match):
+        data.synthetic_2d(*args)
+
+
+def test_digits_subset_and_relabel():
+    d = data.load_digits_split(classes=[7, 1], seed=0)
+    assert set(d.y_train.tolist()) == {0, 1}
+    assert float(d.X_train.max()) <= 1.0 and d.X_train.shape[1] == 64
+    full = data.load_digits_split()
+    assert len(full.y_train) + len(full.y_test) == 1797
+    # label 0 is digit 7: its images must match the digit-7 images of the full set
+    from sklearn.datasets import load_digits
+    sevens = {tuple(r) for r in load_digits().data[load_digits().target == 7] / 16.0}
+    assert all(tuple(r) in sevens for r in d.X_train[d.y_train == 0].double().numpy())
+
+
+@pytest.mark.parametrize("kwargs", [{"classes": [10]}, {"classes": []}, {"classes": [1, 1]}, {"test_fraction": 1.0}])
+def test_digits_bad_input(kwargs):
+    with pytest.raises(ValueError):
+        data.load_digits_split(**kwargs)
+
+
+def test_mnist1d_generated_offline_and_cached(tmp_path, monkeypatch):
+    monkeypatch.setattr(data, "CACHE_DIR", tmp_path)
+    monkeypatch.setattr(urllib.request, "urlopen", lambda *a, **k: pytest.fail("must not download"))
+    state = np.random.get_state()[1].copy()
+    d = data.make_mnist1d(num_samples=200, seed=3)
+    assert np.array_equal(np.random.get_state()[1], state)  # the global RNG is left alone
+    assert d.X_train.shape == (160, 40) and d.X_test.shape == (40, 40)
+    assert list(tmp_path.glob("mnist1d_n200_s3.npz"))
+    again = data.make_mnist1d(num_samples=200, seed=3)
+    assert torch.equal(d.X_train, again.X_train)
+    with pytest.raises(ValueError):
+        data.make_mnist1d(num_samples=5)
+
+
+def test_online_only_at_paper_scale():
+    with pytest.raises(ValueError, match="REPRO_SCALE=paper only"):
+        data.load_online("mnist")
+    with pytest.raises(ValueError, match="must be one of"):
+        data.load_online("imagenet")
+
+
+def test_online_offline_error_names_the_scale(tmp_path, monkeypatch):
+    monkeypatch.setenv("REPRO_SCALE", "paper")
+
+    def offline(*args, **kwargs):
+        raise OSError("network is unreachable")
+    monkeypatch.setattr(urllib.request, "urlopen", offline)
+    with pytest.raises(data.OfflineDataError, match="Only REPRO_SCALE=paper"):
+        data.load_online("mnist", root=tmp_path)
+    assert not list((tmp_path / "mnist").glob("*"))  # no partial file left
+
+
+def test_fetch_verifies_checksum(tmp_path, monkeypatch):
+    import io
+
+    monkeypatch.setattr(urllib.request, "urlopen", lambda *a, **k: io.BytesIO(b"tampered"))
+    with pytest.raises(data.OfflineDataError, match="checksum mismatch"):
+        data.fetch("http://example.invalid/x", tmp_path / "x", md5="0" * 32)
+    ok = tmp_path / "ok"
+    import hashlib
+    data.fetch("http://example.invalid/ok", ok, md5=hashlib.md5(b"tampered").hexdigest())
+    assert ok.read_bytes() == b"tampered"
+
+
+def test_mnist_parser_reads_idx(tmp_path):
+    import gzip
+
+    def idx(path, arr):
+        header = bytes([0, 0, 8, arr.ndim]) + b"".join(int(s).to_bytes(4, "big") for s in arr.shape)
+        with gzip.open(path, "wb") as fh:
+            fh.write(header + arr.astype(np.uint8).tobytes())
+        return path
+    imgs = np.arange(2 * 28 * 28).reshape(2, 28, 28) % 256
+    labels = np.array([3, 5])
+    files = [idx(tmp_path / f"{i}.gz", a) for i, a in enumerate([imgs, labels, imgs, labels])]
+    split = data._parse_mnist(files)
+    assert split.X_train.shape == (2, 28, 28) and split.y_test.tolist() == [3, 5]
+    assert float(split.X_train.max()) == 1.0

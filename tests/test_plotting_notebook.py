@@ -1,0 +1,55 @@
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pytest  # noqa: E402
+
+from lib import notebook, plotting  # noqa: E402
+from lib.scale import ChapterScales  # noqa: E402
+
+
+def test_style_and_band():
+    plotting.use_book_style()
+    assert matplotlib.rcParams["axes.spines.top"] is False
+    fig, ax = plt.subplots()
+    line = plotting.band(ax, [0, 1, 2], np.array([[1.0, 2.0, 3.0], [1.2, 2.2, 3.2]]), label="x")
+    assert np.allclose(line.get_ydata(), [1.1, 2.1, 3.1])
+    with pytest.raises(ValueError, match="shape"):
+        plotting.band(ax, [0, 1], np.zeros((2, 3)))
+    with pytest.raises(ValueError, match="NaN"):
+        plotting.band(ax, [0, 1], np.array([[0.0, np.nan]]))
+    plt.close(fig)
+
+
+def test_decision_regions():
+    fig, ax = plt.subplots()
+    X = np.array([[0.0, 0.0], [1.0, 1.0]])
+    plotting.decision_regions(ax, lambda P: P[:, 0] - 0.5, X, np.array([0, 1]), resolution=20)
+    with pytest.raises(ValueError, match=r"\(n, 2\)"):
+        plotting.decision_regions(ax, lambda P: P[:, 0], np.zeros((3, 3)), np.zeros(3))
+    with pytest.raises(ValueError, match="y must"):
+        plotting.decision_regions(ax, lambda P: P[:, 0], X, np.zeros(3))
+    plt.close(fig)
+
+
+def test_show_source_and_stopwatch(capsys):
+    md = notebook.show_source(plotting.band)
+    assert "def band(" in md.data and "lib.plotting.band" in md.data
+    with pytest.raises(ValueError):
+        notebook.show_source(42)
+    watch = notebook.Stopwatch()
+    assert watch.report(budget_s=90) >= 0
+    assert "budget" in capsys.readouterr().out
+
+
+def test_setup_prints_banner(capsys):
+    from dataclasses import dataclass
+
+    @dataclass(frozen=True)
+    class C:
+        k: int = 1
+    notebook.setup(ChapterScales("demo", quick=C(), full=C(2), paper=C(3)))
+    assert "scale = 'quick'" in capsys.readouterr().out
+    with pytest.raises(ValueError):
+        notebook.setup("demo")

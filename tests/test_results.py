@@ -1,0 +1,74 @@
+import json
+
+import numpy as np
+import pytest
+
+from lib import results
+
+
+def test_quick_scale_never_writes(tmp_path):
+    assert results.save_results("demo", {"a": 1}, seeds=[0], wall_time_s=1.0, root=tmp_path) is None
+    assert not any(tmp_path.iterdir())
+
+
+def test_full_scale_round_trip_with_provenance(tmp_path, monkeypatch):
+    monkeypatch.setenv("REPRO_SCALE", "full")
+    metrics = {"acc": np.float32(0.5), "curve": np.arange(3), "nested": {"x": [np.int64(2)]}, "nan": float("nan")}
+    path = results.save_results("demo", metrics, seeds=[0, 1], wall_time_s=12.345, config={"k": 1}, root=tmp_path)
+    assert path == tmp_path / "demo" / "full.json"
+    rec = results.load_results("demo", "full", root=tmp_path)
+    assert rec["metrics"] == {"acc": 0.5, "curve": [0, 1, 2], "nested": {"x": [2]}, "nan": None}
+    prov = rec["provenance"]
+    assert prov["scale"] == "full" and prov["seeds"] == [0, 1] and prov["wall_time_s"] == 12.345
+    for key in ("git_commit", "date_utc", "machine"):
+        assert prov[key]
+    assert rec["config"] == "{'k': 1}"
+    assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]  # no temporary left over
+
+
+def test_failed_write_leaves_old_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("REPRO_SCALE", "full")
+    results.save_results("demo", {"a": 1}, seeds=[0], wall_time_s=1.0, root=tmp_path)
+    with pytest.raises(ValueError, match="cannot store"):
+        results.save_results("demo", {"a": object()}, seeds=[0], wall_time_s=1.0, root=tmp_path)
+    assert json.loads((tmp_path / "demo" / "full.json").read_text())["metrics"] == {"a": 1}
+
+
+def test_load_missing_is_none(tmp_path):
+    assert results.load_results("absent", root=tmp_path) is None
+
+
+@pytest.mark.parametrize("kwargs,match", [
+    ({"metrics": {}}, "non-empty dict"),
+    ({"metrics": [1]}, "non-empty dict"),
+    ({"wall_time_s": float("nan")}, "wall_time_s"),
+    ({"chapter": "bad/name"}, "chapter key"),
+])
+def test_save_rejects_bad_input(tmp_path, monkeypatch, kwargs, match):
+    monkeypatch.setenv("REPRO_SCALE", "full")
+    args = {"chapter": "demo", "metrics": {"a": 1}, "seeds": [0], "wall_time_s": 1.0, "root": tmp_path} | kwargs
+    with pytest.raises(ValueError, match=match):
+        results.save_results(**args)
+
+
+def test_results_path_rejects_unknown_scale():
+    with pytest.raises(ValueError, match="scale must be one of"):
+        results.results_path("demo", "medium")
+
+
+def test_table_markdown():
+    md = results.paper_vs_ours_markdown([
+        {"quantity": "acc", "paper": 0.91234, "this_run": 0.9, "full": None, "note": "a|b"},
+        {"quantity": "ok", "paper": True, "this_run": 3},
+    ])
+    lines = md.splitlines()
+    assert lines[0].startswith("| Quantity | Document | This run")
+    assert "| acc | 0.912 | 0.9 | — | a\\|b |" in lines
+    assert "| ok | yes | 3 | — | — |" in lines
+    assert results.paper_vs_ours([{"quantity": "q"}]).data.startswith("| Quantity")
+
+
+@pytest.mark.parametrize("rows", [[], [{"paper": 1}], [{"quantity": "q", "typo": 1}], ["q"]])
+def test_table_rejects_bad_rows(rows):
+    with pytest.raises(ValueError):
+        results.paper_vs_ours_markdown(rows)

@@ -1,0 +1,104 @@
+"""The book's structure: table of contents, notebook hygiene, the chapter anatomy (BOOK_DESIGN.md)."""
+
+import re
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parent.parent
+CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
+CONFIG = yaml.safe_load((ROOT / "_config.yml").read_text())
+
+
+def _toc_files():
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files, stack = [toc["root"]], list(toc.get("chapters", [])) + list(toc.get("parts", []))
+    while stack:
+        entry = stack.pop()
+        if "file" in entry:
+            files.append(entry["file"])
+        stack += entry.get("chapters", []) + entry.get("sections", [])
+    return files
+
+
+def _code(nb):
+    return [c for c in nb.cells if c.cell_type == "code"]
+
+
+def test_there_are_chapters():
+    assert CHAPTERS, "no chapter notebooks found"
+
+
+def test_toc_and_chapters_agree():
+    listed = {f for f in _toc_files() if f.startswith("chapters/")}
+    present = {f"chapters/{p.stem}" for p in CHAPTERS}
+    assert listed == present, f"only in _toc.yml: {listed - present}; only in chapters/: {present - listed}"
+    for f in _toc_files():
+        assert any((ROOT / f).with_suffix(s).exists() for s in (".md", ".ipynb")), f"{f} in _toc.yml does not exist"
+
+
+def test_chapter_file_names_are_numbered():
+    for p in CHAPTERS:
+        assert re.fullmatch(r"\d\d_[a-z0-9_]+\.ipynb", p.name), p.name
+
+
+@pytest.fixture(params=CHAPTERS, ids=lambda p: p.stem)
+def nb(request):
+    return nbformat.read(request.param, as_version=4)
+
+
+def test_no_outputs_committed(nb):
+    stored = [i for i, c in enumerate(nb.cells) if c.cell_type == "code" and (c.outputs or c.execution_count)]
+    assert not stored, f"cells {stored} carry outputs or execution counts: strip them before committing"
+
+
+def test_kernelspec_is_python3(nb):
+    assert nb.metadata["kernelspec"]["name"] == "python3"
+
+
+def test_first_code_cell_is_the_shared_bootstrap(nb):
+    reference = _code(nbformat.read(CHAPTERS[0], as_version=4))[0].source
+    assert _code(nb)[0].source == reference, "the bootstrap cell must be identical in every chapter"
+    assert "# Bootstrap" in reference
+
+
+def test_bootstrap_url_matches_config():
+    bootstrap = _code(nbformat.read(CHAPTERS[0], as_version=4))[0].source
+    urls = re.findall(r'REPO_URL = "([^"]+)"', bootstrap)
+    assert urls == [CONFIG["repository"]["url"]]
+
+
+def test_chapter_anatomy(nb):
+    markdown = "\n".join(c.source for c in nb.cells if c.cell_type == "markdown")
+    assert re.search(r"^# ", markdown, re.M), "a chapter starts with a '# ' title"
+    assert re.search(r"^## Paper vs this book", markdown, re.M), "missing the 'Paper vs this book' section"
+    assert re.search(r"^## Beyond the document", markdown, re.M), "missing the 'Beyond the document' section"
+    code = [c.source for c in _code(nb)]
+    assert any(re.search(r"^\s*assert ", s, re.M) for s in code), "no assert cell"
+    assert any("paper_vs_ours(" in s for s in code), "the comparison table must come from lib.results.paper_vs_ours"
+    assert any("widgets." in s for s in code), "no ipywidgets control"
+    assert any("save_results(" in s for s in code), "the chapter must save its full-scale metrics"
+
+
+def test_execution_config_is_explicit():
+    execute = CONFIG["execute"]
+    assert execute["raise_on_error"] is True and int(execute["timeout"]) >= 60
+    assert CONFIG["launch_buttons"]["colab_url"].startswith("https://colab.research.google.com")
+
+
+def test_requirements_pin_torch_and_jupyter_book_1():
+    req = (ROOT / "requirements.txt").read_text()
+    assert re.search(r"^torch==2\.13\.0$", req, re.M)
+    assert re.search(r"^jupyter-book>=1\.0\.4\.post1,<2$", req, re.M)
+
+
+def test_committed_results_have_provenance():
+    import json
+
+    for path in (ROOT / "results").glob("*/*.json"):
+        record = json.loads(path.read_text())
+        assert record["provenance"]["scale"] == path.stem != "quick", path
+        for key in ("seeds", "git_commit", "date_utc", "machine", "wall_time_s"):
+            assert key in record["provenance"], (path, key)
