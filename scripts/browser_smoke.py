@@ -110,7 +110,7 @@ def main(argv=None) -> int:
         server.shutdown()
     for page_path, problems in failures.items():
         print(f"FAIL {page_path}:", *[f"  - {p}" for p in problems[:20]], sep="\n")
-    print(f"browser smoke test: {len(pages) - len(failures)} passed, {len(failures)} failed")
+    print(f"browser smoke test: {len(failures)} of {len(pages)} pages with problems")
     return 1 if failures else 0
 
 
