@@ -6,7 +6,7 @@ import inspect
 import time
 
 from lib.plotting import use_book_style
-from lib.scale import ChapterScales, banner, set_threads
+from lib.scale import ChapterScales, banner, current_scale, set_threads
 
 
 def setup(chapter: ChapterScales, threads: int = 1) -> "Stopwatch":
@@ -43,9 +43,10 @@ class Stopwatch:
         return time.perf_counter() - self.start
 
     def report(self, budget_s: float | None = None) -> float:
-        """Print the elapsed time (and the budget it must stay under, if given); return it."""
-        msg = f"Chapter wall time: {self.elapsed:.1f} s"
-        if budget_s is not None:
+        """Print the elapsed time and scale; at quick scale also the budget it must stay under."""
+        scale = current_scale()
+        msg = f"Chapter wall time: {self.elapsed:.1f} s at scale {scale!r}"
+        if budget_s is not None and scale == "quick":
             msg += f" (quick-scale budget: {budget_s:.0f} s on the 2-core CI machine)"
         print(msg)
         return self.elapsed
