@@ -118,6 +118,7 @@ def save_results(chapter: str, metrics: dict, *, seeds, wall_time_s: float, conf
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
+        os.chmod(tmp, 0o644)  # mkstemp creates 0600; results are meant to be read by everyone
         with os.fdopen(fd, "w") as fh:
             json.dump(record, fh, indent=1, sort_keys=True)
             fh.write("\n")

@@ -24,6 +24,7 @@ def test_full_scale_round_trip_with_provenance(tmp_path, monkeypatch):
         assert prov[key]
     assert rec["config"] == "{'k': 1}"
     assert not [p for p in path.parent.iterdir() if p.name.endswith(".tmp")]  # no temporary left over
+    assert path.stat().st_mode & 0o777 == 0o644
 
 
 def test_failed_write_leaves_old_file(tmp_path, monkeypatch):

@@ -68,7 +68,10 @@ def test_chapter_scales_validation():
 def test_set_threads_and_banner():
     import torch
 
+    from threadpoolctl import threadpool_info
+
     assert scale.set_threads(1) == 1 and torch.get_num_threads() == 1
+    assert all(pool["num_threads"] == 1 for pool in threadpool_info())
     with pytest.raises(ValueError):
         scale.set_threads(0)
     text = scale.banner(CH)

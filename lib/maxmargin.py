@@ -1,0 +1,545 @@
+"""Max-margin vectors and the two-phase dynamics of bias-free ReLU nets (Chapter 2).
+
+Chapter 2 reproduces Phuong (2021), Chapter 3 (= Phuong & Lampert, ICLR 2021): on orthogonally
+separable data a two-layer ReLU net trained from a small initialisation converges to a combination
+of two max-margin neurons, ``w_+`` and ``w_-`` (thesis eqs. 3.6/3.7 = paper eqs. 6/7). This module
+holds the exact geometry (max-margin vectors by Lawson-Hanson LDP, extremal sectors), the bias-free
+networks of the experiments as batched tensors (many seeds in one computation), their trainers
+(minibatch SGD as in the document, loss-normalised GD for the asymptotic regime) and the metrics
+that compare a trained net with the theorem.
+
+Batched networks are lists of tensors with a leading "model" axis ``S``; data are ``(S, n, d)``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+from scipy.optimize import nnls
+from tqdm.auto import tqdm
+
+from lib.scale import ChapterScales
+
+# --------------------------------------------------------------------------------------------
+# configuration
+
+
+@dataclass(frozen=True)
+class InductiveBiasConfig:
+    """Every hyper-parameter of Chapter 2 (thesis §3.4; paper §5 and App. D)."""
+
+    n: int = 500                 # training points (thesis §3.4.1)
+    d: int = 20                  # input dimension
+    width: int = 100             # neurons p
+    init_scale: float = 0.05     # "we multiply all weights by 0.05"
+    n_seeds: int = 5             # data + init seeds for the two-layer experiments
+    sgd_lr: float = 0.1          # SGD on the mean BCE, as in the document
+    sgd_batch: int = 50
+    sgd_epochs: int = 500
+    ngd_schedule: tuple = ((0.005, 600), (0.0015, 300))   # loss-normalised GD: (eta, steps) phases
+    neg_scale: float = 3.0       # negative class multiplied by this (norm-split check)
+    resnet_depth: int = 4        # thesis eq. (3.30), L = 4
+    resnet_epochs: int = 100
+    resnet_seeds: int = 1
+    cnn_data: str = "digits"     # "digits" (scikit-learn 8x8) or "mnist" (paper scale, online)
+    cnn_image_size: int = 8      # digits are upsampled to this size (28 = Table 3.1 shapes)
+    cnn_epochs: int = 20
+    cnn_batch: int = 128
+    cnn_lr: float = 1e-3
+    sweep_scales: tuple = (0.01, 0.05, 0.3, 1.0, 3.0)   # init-scale sweep (beyond the document)
+    sweep_epochs: int = 200
+    sweep_shifts: tuple = (0.0, 0.4, 0.7, 0.85, 0.95)  # negatives shifted towards the positives
+
+
+CONFIGS = ChapterScales(
+    "inductive_bias",
+    quick=InductiveBiasConfig(),
+    full=InductiveBiasConfig(n_seeds=10, ngd_schedule=((0.003, 1500), (0.001, 1500)), resnet_epochs=500,
+                             resnet_seeds=3,
+                             cnn_image_size=28, cnn_epochs=30, sweep_epochs=500),
+    paper=InductiveBiasConfig(n_seeds=10, ngd_schedule=((0.003, 1500), (0.001, 1500)), resnet_epochs=500,
+                              cnn_data="mnist", cnn_image_size=28, cnn_epochs=50, sweep_epochs=500),
+)
+
+# --------------------------------------------------------------------------------------------
+# input validation
+
+
+def _as_matrix(X, name: str = "X") -> np.ndarray:
+    X = np.asarray(X)
+    if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
+        raise ValueError(f"{name} must be a non-empty 2-D array (n, d), got shape {X.shape}")
+    if not np.issubdtype(X.dtype, np.number) or np.issubdtype(X.dtype, np.complexfloating):
+        raise ValueError(f"{name} must hold real numbers, got dtype {X.dtype}")
+    X = X.astype(np.float64)
+    if not np.isfinite(X).all():
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return X
+
+
+def _as_labels(y, n: int) -> np.ndarray:
+    y = np.asarray(y)
+    if y.shape != (n,):
+        raise ValueError(f"y must have shape ({n},), got {y.shape}")
+    if not np.issubdtype(y.dtype, np.number) or not np.isin(y, (-1, 1)).all():
+        raise ValueError("y must contain only the labels +1 and -1")
+    if not ((y == 1).any() and (y == -1).any()):
+        raise ValueError("y must contain both classes (+1 and -1)")
+    return y.astype(np.float64)
+
+
+def _as_vector(w, d: int, name: str) -> np.ndarray:
+    w = np.asarray(w, dtype=np.float64)
+    if w.shape != (d,) or not np.isfinite(w).all():
+        raise ValueError(f"{name} must be a finite vector of shape ({d},), got shape {w.shape}")
+    return w
+
+
+def _as_neurons(W, a):
+    W = _as_matrix(W, "W")
+    a = np.asarray(a, dtype=np.float64).reshape(-1)
+    if a.shape != (W.shape[0],) or not np.isfinite(a).all():
+        raise ValueError(f"a must be a finite vector with one entry per row of W ({W.shape[0]}), "
+                         f"got shape {a.shape}")
+    return W, a
+
+
+# --------------------------------------------------------------------------------------------
+# data and exact geometry (thesis §3.1-3.3)
+
+
+def orthogonally_separable_gaussian(n: int = 500, d: int = 20, seed: int = 0):
+    """The synthetic data of thesis §3.4.1 (paper §5.1): ``(X (n, d), y (n,))`` in float64.
+
+    A Gaussian point is kept with label +1 if it lies in the first orthant and ``x.z >= 0``, with
+    label -1 if it lies in the opposite orthant and ``x.z >= 0``, where ``z = [1, -1, 1, -1, ...]``.
+    Sampled exactly as ``x = s|g|`` with a fair random sign ``s`` and the same ``z`` filter
+    (rejection from the full Gaussian would accept one point in ~2^d).
+    """
+    if not (isinstance(n, int) and n >= 2 and isinstance(d, int) and d >= 2):
+        raise ValueError(f"need integers n >= 2 and d >= 2, got n={n!r}, d={d!r}")
+    rng = np.random.default_rng(seed)
+    z = np.where(np.arange(d) % 2 == 0, 1.0, -1.0)
+    X, y = np.empty((0, d)), np.empty(0)
+    while len(y) < n or len(np.unique(y[:n])) < 2:
+        s = rng.choice([-1.0, 1.0], size=2 * n)
+        x = s[:, None] * np.abs(rng.standard_normal((2 * n, d)))
+        keep = x @ z >= 0
+        X, y = np.vstack([X, x[keep]]), np.concatenate([y, s[keep]])
+    return X[:n], y[:n]
+
+
+def is_orthogonally_separable(X, y, tol: float = 0.0) -> bool:
+    """Thesis eq. (3.1) / paper eq. (1): ``x_i.x_j > tol`` within a class and ``<= tol`` across."""
+    X = _as_matrix(X)
+    y = _as_labels(y, X.shape[0])
+    G = X @ X.T
+    same = y[:, None] == y[None, :]
+    return bool((G[same] > tol).all() and (G[~same] <= tol).all())
+
+
+def max_margin(X, *, return_alpha: bool = False):
+    """Minimum-norm ``w`` with ``X @ w >= 1`` (no bias): one class of thesis eqs. (3.6)/(3.7).
+
+    Solved exactly as a least-distance program (Lawson & Hanson 1974, ch. 23) with one NNLS:
+    ``u = argmin_{u>=0} ||[X^T; 1^T] u - e_{d+1}||``, ``r = [X^T; 1^T] u - e_{d+1}``,
+    ``w = -r[:d] / r[d]``. The dual weights ``alpha = u / -r[d]`` satisfy ``w = X^T alpha``,
+    ``alpha >= 0`` and complementary slackness (returned with ``return_alpha=True``).
+    Raises ValueError when no such ``w`` exists (0 lies in the convex hull of the rows).
+    """
+    X = _as_matrix(X)
+    m, d = X.shape
+    E = np.vstack([X.T, np.ones((1, m))])
+    f = np.zeros(d + 1)
+    f[-1] = 1.0
+    u, rnorm = nnls(E, f, maxiter=50 * (m + d))
+    r = E @ u - f
+    if rnorm < 1e-10 or -r[-1] < 1e-10:
+        raise ValueError("infeasible: no w satisfies X @ w >= 1 (0 is in the convex hull of the rows)")
+    w = -r[:d] / r[-1]
+    alpha = u / -r[-1]
+    return (w, alpha) if return_alpha else w
+
+
+def pm_max_margin(X, y):
+    """The positive and negative max-margin vectors ``(w_plus, w_minus)``, thesis eqs. (3.6)/(3.7).
+
+    Both satisfy ``w.x_i >= 1`` on their *own* class: ``w_minus`` points into the negative class
+    (it is not the SVM on ``y_i x_i``).
+    """
+    X = _as_matrix(X)
+    y = _as_labels(y, X.shape[0])
+    return max_margin(X[y > 0]), max_margin(X[y < 0])
+
+
+def extremal_sectors(X, y):
+    """The extremal sectors ``(sigma_plus, sigma_minus)`` of thesis eqs. (3.13)/(3.14) (Lemma 3.2).
+
+    ``sigma_plus[j]`` is +1 on positives, -1 on negatives that have a negative inner product with
+    some positive, 0 on negatives orthogonal to all positives; ``sigma_minus`` mirrors it.
+    """
+    X = _as_matrix(X)
+    y = _as_labels(y, X.shape[0])
+    G = X @ X.T
+
+    def sector(cls):
+        own = y == cls
+        sigma = np.where(own, 1, 0).astype(np.int8)
+        touches = (G[:, own] < 0).any(axis=1)
+        sigma[~own & touches] = -1
+        return sigma
+
+    return sector(1.0), sector(-1.0)
+
+
+def activation_patterns(W, X) -> np.ndarray:
+    """``sign(w_j . x_i)`` as an int8 array of shape ``(p, n)`` (the sector of each neuron, Def. 3.1)."""
+    W, X = _as_matrix(W, "W"), _as_matrix(X)
+    if W.shape[1] != X.shape[1]:
+        raise ValueError(f"W has {W.shape[1]} columns but X has {X.shape[1]}")
+    return np.sign(W @ X.T).astype(np.int8)
+
+
+# --------------------------------------------------------------------------------------------
+# batched bias-free networks (thesis eqs. 3.2 and 3.30) and their trainers
+
+
+def default_init(shapes, n_models: int, seed: int, scale: float, dtype=torch.float64):
+    """PyTorch's default ``nn.Linear`` init, ``U(+-1/sqrt(fan_in))``, times ``scale``, for ``n_models``.
+
+    ``shapes`` lists ``(d_out, d_in)``; a ``d_out`` of 1 gives a vector per model. This is the
+    document's "multiply all weights by 0.05" initialisation (thesis §3.4.1).
+    """
+    if not (math.isfinite(scale) and scale > 0) or n_models < 1:
+        raise ValueError(f"need scale > 0 and n_models >= 1, got {scale!r}, {n_models!r}")
+    gen = torch.Generator().manual_seed(int(seed))
+    params = []
+    for d_out, d_in in shapes:
+        bound = scale / math.sqrt(d_in)
+        shape = (n_models, d_in) if d_out == 1 else (n_models, d_out, d_in)
+        params.append(((torch.rand(shape, generator=gen, dtype=dtype) * 2 - 1) * bound).requires_grad_())
+    return params
+
+
+def balanced_init(n_models: int, width: int, d: int, lam: float, seed: int, dtype=torch.float64):
+    """The near-zero balanced init of thesis §3.1: ``w_j = lam v_j/||v_j||``, ``a_j = +-lam``."""
+    if not (math.isfinite(lam) and lam > 0):
+        raise ValueError(f"lam must be a positive number, got {lam!r}")
+    gen = torch.Generator().manual_seed(int(seed))
+    V = torch.randn(n_models, width, d, generator=gen, dtype=dtype)
+    W = lam * V / V.norm(dim=2, keepdim=True)
+    a = lam * (torch.randint(0, 2, (n_models, width), generator=gen) * 2 - 1).to(dtype)
+    return [W.requires_grad_(), a.requires_grad_()]
+
+
+def two_layer_forward(params, X: torch.Tensor) -> torch.Tensor:
+    """``h(x) = a^T relu(W x)`` (thesis eq. 3.2) for ``S`` models: ``W (S,p,d)``, ``a (S,p)``, ``X (S,n,d)``."""
+    W, a = params
+    return (torch.relu(X @ W.transpose(1, 2)) * a.unsqueeze(1)).sum(-1)
+
+
+def residual_forward(params, X: torch.Tensor) -> torch.Tensor:
+    """The residual net of thesis eq. (3.30): ``h1 = W1 x``, ``h_l = h_{l-1} + W_l relu(h_{l-1})``,
+    output ``W_L relu(h_{L-1})``; params ``[W1 (S,p,d), W2.. (S,p,p), W_L (S,p)]``."""
+    h = X @ params[0].transpose(1, 2)
+    for Wl in params[1:-1]:
+        h = h + torch.relu(h) @ Wl.transpose(1, 2)
+    return (torch.relu(h) * params[-1].unsqueeze(1)).sum(-1)
+
+
+def residual_shapes(d: int, width: int, depth: int):
+    """Layer shapes ``(d_out, d_in)`` of the depth-``depth`` residual net of eq. (3.30)."""
+    if depth < 2:
+        raise ValueError(f"depth must be >= 2, got {depth}")
+    return [(width, d)] + [(width, width)] * (depth - 2) + [(1, width)]
+
+
+def _check_batch(params, X, y):
+    X, y = torch.as_tensor(X), torch.as_tensor(y)
+    S = params[0].shape[0]
+    if X.ndim != 3 or X.shape[0] != S or y.shape != X.shape[:2]:
+        raise ValueError(f"X must be ({S}, n, d) and y ({S}, n) for {S} models, got "
+                         f"{tuple(X.shape)} and {tuple(y.shape)}")
+    if not torch.isfinite(X).all() or not bool(((y == 1) | (y == -1)).all()):
+        raise ValueError("X must be finite and y must hold labels +-1")
+    dtype = params[0].dtype
+    return X.to(dtype), y.to(dtype)
+
+
+def _snapshot(params):
+    return [p.detach().clone() for p in params]
+
+
+def train_sgd(forward, params, X, y, lr: float, batch_size: int, epochs: int, seed: int,
+              log_epochs=(), progress: bool = True):
+    """Minibatch SGD on the *mean* logistic loss of each model, as in thesis §3.4.1 (bs 50, lr 0.1).
+
+    Every model draws its own shuffle each epoch. Returns ``{epoch: params snapshot}`` for the
+    epochs in ``log_epochs`` (0 = init); ``params`` are updated in place.
+    """
+    X, y = _check_batch(params, X, y)
+    S, n = y.shape
+    if not (1 <= batch_size <= n) or epochs < 0 or not lr > 0:
+        raise ValueError(f"need 1 <= batch_size <= {n}, epochs >= 0, lr > 0")
+    gen = torch.Generator().manual_seed(int(seed))
+    rows = torch.arange(S)[:, None]
+    log = {0: _snapshot(params)} if 0 in log_epochs else {}
+    for epoch in tqdm(range(1, epochs + 1), desc="SGD epochs", disable=not progress, leave=False):
+        perm = torch.argsort(torch.rand(S, n, generator=gen), dim=1)
+        Xe, ye = X[rows, perm], y[rows, perm]
+        for start in range(0, n - batch_size + 1, batch_size):
+            out = forward(params, Xe[:, start:start + batch_size])
+            loss = torch.nn.functional.softplus(-ye[:, start:start + batch_size] * out).mean(1).sum()
+            grads = torch.autograd.grad(loss, params)
+            with torch.no_grad():
+                for p, g in zip(params, grads):
+                    p -= lr * g
+        if epoch in log_epochs:
+            log[epoch] = _snapshot(params)
+    return log
+
+
+def log_loss(forward, params, X, y) -> torch.Tensor:
+    """``log sum_i log(1 + exp(-y_i h(x_i)))`` per model, stable for huge margins (float64).
+
+    Uses ``log softplus(-m) = -m`` for ``m > 30`` (error < 1e-13) inside a logsumexp.
+    """
+    m = y * forward(params, X)
+    small = torch.log(torch.nn.functional.softplus(-m.clamp(max=30.0)))
+    return torch.logsumexp(torch.where(m > 30.0, -m, small), dim=1)
+
+
+def train_normalized_gd(forward, params, X, y, schedule, log_steps=(), progress: bool = True):
+    """Loss-normalised full-batch GD, ``theta <- theta - eta grad(loss)/loss`` (Lyu & Li 2020).
+
+    A time change of gradient flow on the summed loss (3.3): early on it is GD with learning rate
+    ``eta / (n log 2)``; late it takes the steps gradient flow needs exponentially long for.
+    ``schedule`` lists ``(eta, steps)`` phases (a smaller final ``eta`` removes the step-size
+    oscillation between the two neuron groups). Runs in the log domain (:func:`log_loss`).
+    Returns ``{step: params snapshot}`` for the (global) steps in ``log_steps``.
+    """
+    X, y = _check_batch(params, X, y)
+    schedule = [(float(eta), int(steps)) for eta, steps in schedule]
+    if not schedule or any(not eta > 0 or steps < 0 for eta, steps in schedule):
+        raise ValueError(f"schedule must list (eta > 0, steps >= 0) pairs, got {schedule!r}")
+    etas = [eta for eta, steps in schedule for _ in range(steps)]
+    log = {0: _snapshot(params)} if 0 in log_steps else {}
+    for step in tqdm(range(1, len(etas) + 1), desc="normalised GD", disable=not progress, leave=False):
+        grads = torch.autograd.grad(log_loss(forward, params, X, y).sum(), params)
+        with torch.no_grad():
+            for p, g in zip(params, grads):
+                p -= etas[step - 1] * g
+        if step in log_steps:
+            log[step] = _snapshot(params)
+    return log
+
+
+# --------------------------------------------------------------------------------------------
+# comparing a trained two-layer net with Theorem 3.1 / Corollary 3.1 (single model, numpy)
+
+
+def neuron_alignment(W, a, w_plus, w_minus, mode: str = "respective") -> np.ndarray:
+    """Cosine of each neuron with its max-margin direction: ``w_+`` if ``a_j > 0`` else ``w_-``
+    (``mode="respective"``, Fig. 3.1c) or the closer of the two (``mode="closest"``, Fig. 3.2g)."""
+    W, a = _as_neurons(W, a)
+    w_plus, w_minus = (_as_vector(v, W.shape[1], n) for v, n in ((w_plus, "w_plus"), (w_minus, "w_minus")))
+    Wn = W / np.maximum(np.linalg.norm(W, axis=1, keepdims=True), 1e-300)
+    cp, cm = Wn @ (w_plus / np.linalg.norm(w_plus)), Wn @ (w_minus / np.linalg.norm(w_minus))
+    if mode == "respective":
+        return np.where(a > 0, cp, cm)
+    if mode == "closest":
+        return np.maximum(cp, cm)
+    raise ValueError(f"mode must be 'respective' or 'closest', got {mode!r}")
+
+
+def theorem_residuals(W, a, w_plus, w_minus):
+    """``(R_W, R_a)``: distances of ``W/||W||_F`` and ``a/||a||`` to the limits (3.8)/(3.9), with the
+    best ``u, z >= 0`` (``u_j`` for ``a_j > 0``, ``z_j`` for ``a_j < 0``)."""
+    W, a = _as_neurons(W, a)
+    w_plus, w_minus = _as_vector(w_plus, W.shape[1], "w_plus"), _as_vector(w_minus, W.shape[1], "w_minus")
+    Wn = W / np.linalg.norm(W)
+    u = np.where(a > 0, np.maximum(Wn @ w_plus, 0) / (w_plus @ w_plus), 0.0)
+    z = np.where(a < 0, np.maximum(Wn @ w_minus, 0) / (w_minus @ w_minus), 0.0)
+    R_W = np.linalg.norm(Wn - np.outer(u, w_plus) - np.outer(z, w_minus))
+    R_a = np.linalg.norm(a / np.linalg.norm(a) - (u * np.linalg.norm(w_plus) - z * np.linalg.norm(w_minus)))
+    return float(R_W), float(R_a)
+
+
+def gamma_star(w_plus, w_minus) -> float:
+    """The limit normalised margin ``1 / (2(||w_+|| + ||w_-||))`` (this book's constant for Cor. 3.1)."""
+    d = np.shape(w_plus)[0] if np.ndim(w_plus) == 1 else -1
+    w_plus, w_minus = _as_vector(w_plus, d, "w_plus"), _as_vector(w_minus, d, "w_minus")
+    return float(1.0 / (2.0 * (np.linalg.norm(w_plus) + np.linalg.norm(w_minus))))
+
+
+def predicted_function(X, w_plus, w_minus) -> np.ndarray:
+    """``f*(x) = gamma* (relu(w_+.x) - relu(w_-.x))``: the limit of ``h(x)/||theta||^2`` (Cor. 3.1 with
+    the constants ``u = z = gamma*`` derived in Chapter 2)."""
+    X = _as_matrix(X)
+    w_plus, w_minus = _as_vector(w_plus, X.shape[1], "w_plus"), _as_vector(w_minus, X.shape[1], "w_minus")
+    return gamma_star(w_plus, w_minus) * (np.maximum(X @ w_plus, 0) - np.maximum(X @ w_minus, 0))
+
+
+def normalized_output(W, a, X) -> np.ndarray:
+    """``h_theta(x) / ||theta||^2`` with ``||theta||^2 = ||W||_F^2 + ||a||^2`` (Cor. 3.1, eq. 3.10)."""
+    W, a = _as_neurons(W, a)
+    X = _as_matrix(X)
+    if X.shape[1] != W.shape[1]:
+        raise ValueError(f"X has {X.shape[1]} columns but W has {W.shape[1]}")
+    return np.maximum(X @ W.T, 0) @ a / (np.sum(W * W) + a @ a)
+
+
+def norm_split(W, a) -> float:
+    """``||W_+||_F^2 / ||W_-||_F^2`` over neurons with ``a_j > 0`` vs ``a_j < 0``; the limit is
+    ``||w_+|| / ||w_-||`` (this book's constant, Chapter 2)."""
+    W, a = _as_neurons(W, a)
+    sq = np.sum(W * W, axis=1)
+    if not ((a > 0).any() and (a < 0).any()):
+        raise ValueError("norm_split needs neurons with both signs of a")
+    return float(sq[a > 0].sum() / sq[a < 0].sum())
+
+
+def top_singular_values(W, k: int = 10) -> np.ndarray:
+    """The ``k`` largest singular values of ``W`` (Figs. 3.1a, 3.2a-c, 3.4a)."""
+    W = _as_matrix(W, "W")
+    if not (isinstance(k, int) and k >= 1):
+        raise ValueError(f"k must be a positive int, got {k!r}")
+    return np.linalg.svd(W, compute_uv=False)[:k]
+
+
+def project_top2(W) -> np.ndarray:
+    """Rows of ``W`` projected on its top two right singular vectors, shape ``(p, 2)`` (Fig. 3.1b)."""
+    W = _as_matrix(W, "W")
+    if min(W.shape) < 2:
+        raise ValueError(f"W needs at least 2 rows and 2 columns, got {W.shape}")
+    Vt = np.linalg.svd(W, full_matrices=False)[2]
+    sign = np.sign(Vt[:2].sum(axis=1, keepdims=True)) + (Vt[:2].sum(axis=1, keepdims=True) == 0)
+    return W @ (sign * Vt[:2]).T
+
+
+# --------------------------------------------------------------------------------------------
+# beyond orthogonal separability: the CNN of Table 3.1 (thesis §3.4.3 = paper App. D)
+
+TABLE_3_1 = (("conv", 32, 3, 1, 1), ("conv", 32, 3, 1, 1), ("conv", 32, 5, 2, 2),
+             ("conv", 64, 3, 1, 1), ("conv", 64, 3, 1, 1), ("conv", 64, 5, 2, 2),
+             ("fc", 128), ("fc", 1))
+
+
+class Table31CNN(torch.nn.Module):
+    """Thesis Table 3.1 (paper Table 1): six convs, fc(64 s^2, 128), fc(128, 1), ReLU after layers
+    1-7, with biases. For 28x28 inputs ``s = 7`` (fc(3136, 128)); for 8x8 digits ``s = 2``.
+    The two fc layers start at PyTorch's default init times ``fc_scale`` (0.05 in the document)."""
+
+    def __init__(self, image_size: int = 28, fc_scale: float = 0.05, seed: int = 0):
+        super().__init__()
+        if not (isinstance(image_size, int) and image_size >= 4):
+            raise ValueError(f"image_size must be an int >= 4, got {image_size!r}")
+        torch.manual_seed(int(seed))
+        layers, channels, size = [], 1, image_size
+        for kind, *spec in TABLE_3_1:
+            if kind == "conv":
+                out, k, s, p = spec
+                layers.append(torch.nn.Conv2d(channels, out, k, s, p))
+                channels, size = out, (size + 2 * p - k) // s + 1
+            else:
+                fan_in = channels * size * size if not isinstance(layers[-1], torch.nn.Linear) \
+                    else layers[-1].out_features
+                layers.append(torch.nn.Linear(fan_in, spec[0]))
+                with torch.no_grad():
+                    layers[-1].weight.mul_(fc_scale)
+                    layers[-1].bias.mul_(fc_scale)
+        self.layers = torch.nn.ModuleList(layers)
+
+    def features(self, X: torch.Tensor) -> list:
+        """``[x, h^{1:1}(x), ..., h^{1:7}(x), h(x)]``: input, post-ReLU layers 1-7, output (Fig. 3.3)."""
+        if X.ndim != 4 or X.shape[1] != 1:
+            raise ValueError(f"X must be images of shape (n, 1, H, W), got {tuple(X.shape)}")
+        feats, h = [X.flatten(1)], X
+        for i, layer in enumerate(self.layers):
+            if isinstance(layer, torch.nn.Linear):
+                h = h.flatten(1)
+            h = layer(h)
+            if i < len(self.layers) - 1:
+                h = torch.relu(h)
+            feats.append(h.flatten(1))
+        return feats
+
+    def forward(self, X: torch.Tensor) -> torch.Tensor:
+        return self.features(X)[-1][:, 0]
+
+
+def train_adam(model, X, y, epochs: int, batch_size: int = 128, lr: float = 1e-3, seed: int = 0,
+               progress: bool = True, device=None) -> list:
+    """Adam on the mean logistic loss (binary cross-entropy), thesis §3.4.3; returns the epoch losses.
+
+    Trains on ``device`` (default: CUDA if available, for the paper scale) and returns the model to
+    the CPU afterwards.
+    """
+    X, y = torch.as_tensor(X, dtype=torch.float32), torch.as_tensor(y, dtype=torch.float32)
+    if X.shape[0] != y.shape[0] or X.shape[0] == 0 or not bool(((y == 1) | (y == -1)).all()):
+        raise ValueError("X and y must be non-empty, of equal length, with labels +-1")
+    device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+    model.to(device)
+    X, y = X.to(device), y.to(device)
+    gen = torch.Generator().manual_seed(int(seed))
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    losses = []
+    for _ in tqdm(range(epochs), desc="Adam epochs", disable=not progress, leave=False):
+        total = torch.zeros((), device=device)
+        for idx in torch.randperm(len(y), generator=gen).split(batch_size):
+            idx = idx.to(device)
+            loss = torch.nn.functional.softplus(-y[idx] * model(X[idx])).mean()
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            total += loss.detach() * len(idx)
+        losses.append(float(total) / len(y))
+    model.cpu()
+    return losses
+
+
+def two_layer_report(W, a, X, y, X_test, big: float = 0.1) -> dict:
+    """Every Chapter 2 metric of one trained two-layer net against Theorem 3.1 / Corollary 3.1.
+
+    "Big" neurons have ``||w_j|| > big * max_k ||w_k||`` (the others are the dead set J_0 or not yet
+    grown). Keys: ``min_corr`` / ``median_corr`` (big neurons vs their respective ``w_+-``),
+    ``frac_corr_09`` and ``median_corr_all`` (all neurons, as in Fig. 3.1c), ``median_corr_mean`` (big
+    neurons vs their class mean, the phase-1 direction), ``R_W``, ``R_a`` (eqs. 3.8/3.9), ``relF``
+    (relative L2 distance of ``h/||theta||^2`` to ``f*`` on ``X_test``), ``margin_ratio`` (normalised
+    margin over ``gamma*``), ``split`` and ``split_pred`` (norm split and ``||w_+||/||w_-||``),
+    ``sv_ratio_2``, ``sv_ratio_3`` (sigma_2/sigma_1, sigma_3/sigma_1), ``pattern_frac`` (big
+    neurons whose activation pattern is their extremal sector, Lemma 3.3), ``imbalance`` (largest
+    ``|a_j^2 - ||w_j||^2| / ||w_j||^2`` over big neurons; 0 under gradient flow from a balanced
+    init, Lemma B.4), ``n_big``.
+    """
+    W, a = _as_neurons(W, a)
+    X = _as_matrix(X)
+    y = _as_labels(y, X.shape[0])
+    w_plus, w_minus = pm_max_margin(X, y)
+    norms = np.linalg.norm(W, axis=1)
+    is_big = norms > big * norms.max()
+    corr = neuron_alignment(W, a, w_plus, w_minus)
+    means = {1: X[y > 0].mean(0), -1: X[y < 0].mean(0)}
+    corr_mean = neuron_alignment(W, a, means[1], means[-1])
+    R_W, R_a = theorem_residuals(W, a, w_plus, w_minus)
+    f_star = predicted_function(X_test, w_plus, w_minus)
+    rel_f = np.linalg.norm(normalized_output(W, a, X_test) - f_star) / np.linalg.norm(f_star)
+    margin = (y * normalized_output(W, a, X)).min()
+    sv = top_singular_values(W, 3)
+    sigma_plus, sigma_minus = extremal_sectors(X, y)
+    target = np.where(a[:, None] > 0, sigma_plus[None, :], sigma_minus[None, :])
+    in_sector = (activation_patterns(W, X) == target).all(axis=1)
+    return {
+        "min_corr": float(corr[is_big].min()), "median_corr": float(np.median(corr[is_big])),
+        "frac_corr_09": float((corr > 0.9).mean()), "median_corr_all": float(np.median(corr)),
+        "median_corr_mean": float(np.median(corr_mean[is_big])), "R_W": R_W, "R_a": R_a,
+        "relF": float(rel_f), "margin_ratio": float(margin / gamma_star(w_plus, w_minus)),
+        "split": norm_split(W[is_big], a[is_big]),
+        "split_pred": float(np.linalg.norm(w_plus) / np.linalg.norm(w_minus)),
+        "sv_ratio_2": float(sv[1] / sv[0]), "sv_ratio_3": float(sv[2] / sv[0]),
+        "pattern_frac": float(in_sector[is_big].mean()), "n_big": int(is_big.sum()),
+        "imbalance": float(np.max(np.abs(a[is_big] ** 2 - norms[is_big] ** 2) / norms[is_big] ** 2)),
+    }

@@ -1,0 +1,345 @@
+"""Unit tests of lib.maxmargin (Chapter 2: inductive bias on orthogonally separable data)."""
+
+import time
+
+import numpy as np
+import pytest
+import torch
+from scipy.optimize import minimize
+
+from lib import maxmargin as mm
+
+torch.set_num_threads(1)
+
+
+@pytest.fixture(scope="module")
+def data():
+    return mm.orthogonally_separable_gaussian(500, 20, seed=0)
+
+
+def slsqp_max_margin(X):
+    """An independent QP solver (SLSQP on the primal, polished on its active set) for cross-checking."""
+    res = minimize(lambda w: w @ w, np.full(X.shape[1], 0.1), jac=lambda w: 2 * w, method="SLSQP",
+                   constraints=[{"type": "ineq", "fun": lambda w: X @ w - 1, "jac": lambda w: X}],
+                   options=dict(ftol=1e-16, maxiter=1000))
+    XA = X[X @ res.x < 1 + 1e-6]
+    return XA.T @ np.linalg.solve(XA @ XA.T, np.ones(len(XA)))
+
+
+def exact_limit(w_plus, w_minus, p_plus=3, p_minus=2, seed=0):
+    """The KKT point of Lemma B.6 (paper Lemma C.1): u, z >= 0 with ||u||^2 = 1/||w_+||, etc."""
+    rng = np.random.default_rng(seed)
+    u = np.r_[rng.uniform(0.5, 1, p_plus), np.zeros(p_minus)]
+    z = np.r_[np.zeros(p_plus), rng.uniform(0.5, 1, p_minus)]
+    u /= np.linalg.norm(u) * np.sqrt(np.linalg.norm(w_plus))
+    z /= np.linalg.norm(z) * np.sqrt(np.linalg.norm(w_minus))
+    W = np.outer(u, w_plus) + np.outer(z, w_minus)
+    a = u * np.linalg.norm(w_plus) - z * np.linalg.norm(w_minus)
+    return W, a
+
+
+# ---- data and geometry -------------------------------------------------------------------------
+
+def test_data_is_orthogonally_separable(data):
+    X, y = data
+    assert X.shape == (500, 20) and y.shape == (500,) and set(np.unique(y)) == {-1.0, 1.0}
+    assert mm.is_orthogonally_separable(X, y)
+    z = np.where(np.arange(20) % 2 == 0, 1.0, -1.0)
+    assert (X @ z >= 0).all() and ((X > 0) == (y[:, None] > 0)).all()
+    X2, y2 = mm.orthogonally_separable_gaussian(500, 20, seed=0)
+    assert np.array_equal(X, X2) and np.array_equal(y, y2)
+
+
+def test_data_bad_input():
+    with pytest.raises(ValueError):
+        mm.orthogonally_separable_gaussian(1, 20)
+    with pytest.raises(ValueError):
+        mm.orthogonally_separable_gaussian(10, 1)
+
+
+def test_is_orthogonally_separable_detects_violations(data):
+    X, y = data
+    X_bad = X.copy()
+    X_bad[np.flatnonzero(y < 0)[0]] = X[np.flatnonzero(y > 0)[0]] * -0.1 + 1.0  # positive overlap
+    assert not mm.is_orthogonally_separable(X_bad, y)
+    assert not mm.is_orthogonally_separable(np.array([[1.0, 0], [0, 1]]), np.array([1, 1.0]) * [1, -1]) is None
+    # orthogonal across classes is allowed (<= 0), orthogonal within a class is not (> 0 required)
+    assert mm.is_orthogonally_separable(np.array([[1.0, 0], [0, 1]]), np.array([1, -1]))
+    assert not mm.is_orthogonally_separable(np.array([[1.0, 0], [0, 1], [-1, -1]]), np.array([1, 1, -1]))
+
+
+@pytest.mark.parametrize("X, y", [
+    (np.array([[1.0, np.nan], [-1, 0]]), np.array([1, -1])),   # NaN
+    (np.ones((2, 2)), np.array([1, 2])),                        # bad label
+    (np.ones((2, 2)), np.array([1, 1])),                        # one class
+    (np.ones((3, 2)), np.array([1, -1])),                       # length mismatch
+    (np.ones(4), np.array([1, -1, 1, -1])),                     # 1-D X
+    (np.empty((0, 2)), np.empty(0)),                            # empty
+])
+def test_is_orthogonally_separable_bad_input(X, y):
+    with pytest.raises(ValueError):
+        mm.is_orthogonally_separable(X, y)
+
+
+def test_max_margin_matches_independent_qp_and_kkt(data):
+    X, y = data
+    for Xc in (X[y > 0], X[y < 0]):
+        w, alpha = mm.max_margin(Xc, return_alpha=True)
+        assert np.linalg.norm(w - slsqp_max_margin(Xc)) < 1e-8
+        margins = Xc @ w
+        assert abs(margins.min() - 1) < 1e-9                       # primal feasible, tight
+        assert (alpha >= 0).all() and np.allclose(Xc.T @ alpha, w, atol=1e-12)   # dual, stationarity
+        assert np.abs(alpha * (margins - 1)).max() < 1e-12          # complementary slackness
+
+
+def test_max_margin_simple_cases():
+    assert np.allclose(mm.max_margin(np.array([[2.0, 0.0]])), [0.5, 0.0])
+    # two orthogonal unit points: w = (1, 1)
+    assert np.allclose(mm.max_margin(np.eye(2)), [1.0, 1.0])
+    # a point that is not a support vector does not change w
+    assert np.allclose(mm.max_margin(np.array([[1.0, 0], [0, 1], [3, 3]])), [1.0, 1.0])
+
+
+def test_max_margin_is_fast(data):
+    X, y = data
+    Xp = X[y > 0][:250] if (y > 0).sum() >= 250 else X[y > 0]
+    X500 = np.vstack([Xp, mm.orthogonally_separable_gaussian(1000, 20, seed=1)[0][:500 - len(Xp)]])
+    X500 = np.abs(X500)  # 500 x 20, feasible
+    best = min(_timed(mm.max_margin, X500) for _ in range(7))
+    assert best < 5e-3, f"max_margin took {best * 1e3:.2f} ms for 500 x 20"
+
+
+def _timed(f, *args):
+    t = time.perf_counter()
+    f(*args)
+    return time.perf_counter() - t
+
+
+@pytest.mark.parametrize("X", [np.array([[1.0, 0], [-1, 0]]), np.zeros((1, 3)),
+                               np.array([[1.0, 1], [-1, 0], [0, -1]])])
+def test_max_margin_infeasible(X):
+    with pytest.raises(ValueError, match="infeasible"):
+        mm.max_margin(X)
+
+
+@pytest.mark.parametrize("X", [np.array([1.0, 2.0]), np.array([[np.inf, 1.0]]), np.empty((0, 3)),
+                               np.array([["a", "b"]]), np.array([[1 + 1j, 0]])])
+def test_max_margin_bad_input(X):
+    with pytest.raises(ValueError):
+        mm.max_margin(X)
+
+
+def test_pm_max_margin_sign_convention(data):
+    X, y = data
+    w_plus, w_minus = mm.pm_max_margin(X, y)
+    assert (X[y > 0] @ w_plus).min() == pytest.approx(1, abs=1e-9)
+    assert (X[y < 0] @ w_minus).min() == pytest.approx(1, abs=1e-9)   # not y_i x_i
+    assert np.allclose(w_minus, mm.max_margin(X[y < 0]))
+    cos = w_plus @ w_minus / np.linalg.norm(w_plus) / np.linalg.norm(w_minus)
+    assert -0.95 < cos < -0.80          # the z-filter keeps w_+ away from -w_- (thesis §3.4.1)
+    with pytest.raises(ValueError):
+        mm.pm_max_margin(X, np.ones(len(y)))
+
+
+def test_extremal_sectors():
+    X = np.array([[1.0, 0.0], [1.0, 1.0], [-1.0, 0.0], [0.0, -1.0]])
+    y = np.array([1, 1, -1, -1])
+    sp, sm = mm.extremal_sectors(X, y)
+    # x_4 = (0,-1) has x_4.x_1 = 0 but x_4.x_2 < 0 -> -1; every positive touches x_3 -> -1
+    assert sp.tolist() == [1, 1, -1, -1] and sm.tolist() == [-1, -1, 1, 1]
+    X0 = np.array([[1.0, 0.0], [0.0, -1.0]])
+    sp0, sm0 = mm.extremal_sectors(X0, np.array([1, -1]))
+    assert sp0.tolist() == [1, 0] and sm0.tolist() == [0, 1]
+    with pytest.raises(ValueError):
+        mm.extremal_sectors(X, y[:3])
+
+
+def test_activation_patterns():
+    W = np.array([[1.0, 0.0], [0.0, -1.0]])
+    X = np.array([[1.0, 1.0], [-1.0, 0.0]])
+    assert mm.activation_patterns(W, X).tolist() == [[1, -1], [-1, 0]]
+    with pytest.raises(ValueError):
+        mm.activation_patterns(W, np.ones((2, 3)))
+
+
+# ---- networks and training ---------------------------------------------------------------------
+
+def test_inits():
+    W, a = mm.default_init([(100, 20), (1, 100)], n_models=3, seed=1, scale=0.05)
+    assert W.shape == (3, 100, 20) and a.shape == (3, 100)
+    assert W.abs().max() <= 0.05 / np.sqrt(20) and a.abs().max() <= 0.05 / 10
+    assert torch.equal(W, mm.default_init([(100, 20), (1, 100)], 3, 1, 0.05)[0])
+    Wb, ab = mm.balanced_init(2, 50, 20, lam=1e-3, seed=0)
+    assert torch.allclose(Wb.norm(dim=2), ab.abs())
+    with pytest.raises(ValueError):
+        mm.default_init([(3, 2)], 1, 0, scale=0.0)
+    with pytest.raises(ValueError):
+        mm.balanced_init(1, 3, 2, lam=-1.0, seed=0)
+
+
+def test_forwards_match_explicit_formulas():
+    X = torch.randn(2, 7, 5, dtype=torch.float64)
+    W, a = mm.default_init([(4, 5), (1, 4)], 2, 0, 1.0)
+    out = mm.two_layer_forward([W, a], X)
+    assert torch.allclose(out[1], torch.relu(X[1] @ W[1].T) @ a[1])
+    params = mm.default_init(mm.residual_shapes(5, 4, 4), 2, 0, 1.0)
+    h1 = X[0] @ params[0][0].T
+    h2 = h1 + torch.relu(h1) @ params[1][0].T
+    h3 = h2 + torch.relu(h2) @ params[2][0].T
+    assert torch.allclose(mm.residual_forward(params, X)[0], torch.relu(h3) @ params[3][0])
+    with pytest.raises(ValueError):
+        mm.residual_shapes(5, 4, 1)
+
+
+def test_train_sgd_decreases_loss_and_logs(data):
+    X, y = data
+    Xt, yt = torch.tensor(X[None]), torch.tensor(y[None])
+    params = mm.default_init([(10, 20), (1, 10)], 1, 0, 1.0)
+    before = torch.nn.functional.softplus(-yt * mm.two_layer_forward(params, Xt)).mean().item()
+    log = mm.train_sgd(mm.two_layer_forward, params, Xt, yt, lr=0.1, batch_size=50, epochs=2, seed=0,
+                       log_epochs=(0, 2), progress=False)
+    after = torch.nn.functional.softplus(-yt * mm.two_layer_forward(params, Xt)).mean().item()
+    assert after < before and set(log) == {0, 2} and torch.equal(log[2][0], params[0].detach())
+    with pytest.raises(ValueError):
+        mm.train_sgd(mm.two_layer_forward, params, Xt, yt, 0.1, 1000, 1, 0, progress=False)
+    with pytest.raises(ValueError):
+        mm.train_sgd(mm.two_layer_forward, params, Xt[0], yt, 0.1, 50, 1, 0, progress=False)
+    with pytest.raises(ValueError):
+        mm.train_sgd(mm.two_layer_forward, params, Xt, 2 * yt, 0.1, 50, 1, 0, progress=False)
+
+
+def test_log_loss_is_stable():
+    X = torch.tensor([[[1.0, 0.0], [0.0, 1.0]]], dtype=torch.float64)
+    y = torch.tensor([[1.0, -1.0]], dtype=torch.float64)
+    params = [torch.tensor([[[2.0, 0.0], [0.0, 3.0]]], dtype=torch.float64),
+              torch.tensor([[1.5, -0.5]], dtype=torch.float64)]
+    m = torch.tensor([3.0, 1.5], dtype=torch.float64)
+    expected = torch.log(torch.nn.functional.softplus(-m).sum())
+    assert torch.allclose(mm.log_loss(mm.two_layer_forward, params, X, y)[0], expected)
+    huge = [(p * 1e4).requires_grad_() for p in params]      # margins ~1e8: log loss ~ -min margin
+    val = mm.log_loss(mm.two_layer_forward, huge, X, y)[0]
+    assert torch.isfinite(val) and val.item() == pytest.approx(-1.5e8, rel=1e-6)
+    grads = torch.autograd.grad(val, huge)
+    assert all(torch.isfinite(g).all() for g in grads)
+
+
+def test_normalized_gd_grows_margin_and_keeps_balance(data):
+    X, y = data
+    Xt, yt = torch.tensor(X[None]), torch.tensor(y[None])
+    params = mm.balanced_init(1, 8, 20, lam=1e-3, seed=0)
+    log = mm.train_normalized_gd(mm.two_layer_forward, params, Xt, yt, [(0.02, 190), (0.01, 10)],
+                                 log_steps=(0, 200), progress=False)
+    W, a = (p.detach().numpy()[0] for p in params)
+    assert set(log) == {0, 200}
+    assert mm.log_loss(mm.two_layer_forward, params, Xt, yt).item() < np.log(500 * np.log(2)) - 0.02
+    # Lemma B.4: |a_j| = ||w_j|| is conserved by gradient flow (up to the step size here)
+    assert np.abs(np.abs(a) - np.linalg.norm(W, axis=1)).max() < 1e-3 * np.linalg.norm(W, axis=1).max()
+    with pytest.raises(ValueError):
+        mm.train_normalized_gd(mm.two_layer_forward, params, Xt, yt, [(-1.0, 1)])
+
+
+# ---- metrics -----------------------------------------------------------------------------------
+
+def test_metrics_at_the_exact_limit(data):
+    """At the KKT point of Lemma B.6 every metric takes its predicted value exactly."""
+    X, y = data
+    w_plus, w_minus = mm.pm_max_margin(X, y)
+    W, a = exact_limit(w_plus, w_minus)
+    assert np.allclose(mm.neuron_alignment(W, a, w_plus, w_minus), 1)
+    assert np.allclose(mm.neuron_alignment(W, a, w_plus, w_minus, mode="closest"), 1)
+    R_W, R_a = mm.theorem_residuals(W, a, w_plus, w_minus)
+    assert R_W < 1e-12 and R_a < 1e-12
+    Xt = np.random.default_rng(0).standard_normal((100, 20))
+    assert np.allclose(mm.normalized_output(W, a, Xt), mm.predicted_function(Xt, w_plus, w_minus))
+    gamma_bar = (y * mm.normalized_output(W, a, X)).min()
+    assert gamma_bar == pytest.approx(mm.gamma_star(w_plus, w_minus), rel=1e-9)
+    assert mm.norm_split(W, a) == pytest.approx(np.linalg.norm(w_plus) / np.linalg.norm(w_minus))
+    # swapping the output signs breaks the limit
+    assert mm.theorem_residuals(W, -a, w_plus, w_minus)[0] > 0.5
+
+
+def test_metrics_bad_input(data):
+    X, y = data
+    w_plus, w_minus = mm.pm_max_margin(X, y)
+    W, a = exact_limit(w_plus, w_minus)
+    with pytest.raises(ValueError):
+        mm.neuron_alignment(W, a, w_plus, w_minus, mode="nearest")
+    with pytest.raises(ValueError):
+        mm.neuron_alignment(W, a[:-1], w_plus, w_minus)
+    with pytest.raises(ValueError):
+        mm.theorem_residuals(W, a, w_plus[:-1], w_minus)
+    with pytest.raises(ValueError):
+        mm.gamma_star(w_plus, np.full(20, np.nan))
+    with pytest.raises(ValueError):
+        mm.predicted_function(X[:, :3], w_plus, w_minus)
+    with pytest.raises(ValueError):
+        mm.normalized_output(W, a, X[:, :3])
+    with pytest.raises(ValueError):
+        mm.norm_split(W, np.abs(a))
+    with pytest.raises(ValueError):
+        mm.top_singular_values(W, k=0)
+    with pytest.raises(ValueError):
+        mm.project_top2(W[:1])
+
+
+def test_singular_values_and_projection():
+    rng = np.random.default_rng(0)
+    W = np.outer(rng.uniform(1, 2, 30), [1.0, 0, 0]) + np.outer(rng.uniform(0, 1, 30), [0, 1.0, 0])
+    sv = mm.top_singular_values(W, k=3)
+    assert sv.shape == (3,) and sv[2] < 1e-12 < sv[1] <= sv[0]
+    P = mm.project_top2(W)
+    assert P.shape == (30, 2) and np.allclose(np.linalg.norm(P, axis=1), np.linalg.norm(W, axis=1))
+
+
+def test_table31_cnn_shapes_and_training():
+    net = mm.Table31CNN(image_size=8, seed=0)
+    assert net.layers[6].in_features == 64 * 2 * 2 and net.layers[7].out_features == 1
+    X = torch.randn(20, 1, 8, 8)
+    y = torch.where(torch.arange(20) % 2 == 0, 1.0, -1.0)
+    feats = net.features(X)
+    assert len(feats) == 9 and feats[7].shape == (20, 128) and (feats[7] >= 0).all()
+    losses = mm.train_adam(net, X, y, epochs=2, batch_size=8, progress=False)
+    assert len(losses) == 2 and np.isfinite(losses).all()
+    with pytest.raises(ValueError):
+        net.features(torch.randn(2, 8, 8))
+    with pytest.raises(ValueError):
+        mm.Table31CNN(image_size=2)
+    with pytest.raises(ValueError):
+        mm.train_adam(net, X, 2 * y, epochs=1)
+
+
+# ---- the paper-scale configuration: one training step with the paper's shapes ---------------------
+
+def test_paper_scale_one_step():
+    cfg = mm.CONFIGS.paper
+    X, y = mm.orthogonally_separable_gaussian(cfg.n, cfg.d, seed=0)
+    Xt, yt = torch.tensor(X[None]), torch.tensor(y[None])
+    two = mm.default_init([(cfg.width, cfg.d), (1, cfg.width)], 1, 0, cfg.init_scale)
+    mm.train_sgd(mm.two_layer_forward, two, Xt, yt, cfg.sgd_lr, cfg.sgd_batch, 1, 0, progress=False)
+    mm.train_normalized_gd(mm.two_layer_forward, two, Xt, yt, [(cfg.ngd_schedule[0][0], 1)], progress=False)
+    res = mm.default_init(mm.residual_shapes(cfg.d, cfg.width, cfg.resnet_depth), 1, 0, cfg.init_scale)
+    mm.train_sgd(mm.residual_forward, res, Xt, yt, cfg.sgd_lr, cfg.sgd_batch, 1, 0, progress=False)
+    assert all(torch.isfinite(p).all() for p in two + res)
+    net = mm.Table31CNN(image_size=cfg.cnn_image_size, seed=0)
+    assert net.layers[6].in_features == 3136                    # fc(3136, 128), Table 3.1
+    Xi = torch.rand(cfg.cnn_batch, 1, cfg.cnn_image_size, cfg.cnn_image_size)
+    yi = torch.where(torch.arange(cfg.cnn_batch) % 2 == 0, 1.0, -1.0)
+    losses = mm.train_adam(net, Xi, yi, epochs=1, batch_size=cfg.cnn_batch, lr=cfg.cnn_lr, progress=False)
+    assert np.isfinite(losses[0])
+
+
+def test_two_layer_report(data):
+    X, y = data
+    w_plus, w_minus = mm.pm_max_margin(X, y)
+    W, a = exact_limit(w_plus, w_minus)
+    W = np.vstack([W, 1e-6 * np.ones((1, 20))])      # plus one tiny (dead-size) neuron
+    a = np.r_[a, 1e-6]
+    Xt = np.random.default_rng(1).standard_normal((200, 20))
+    r = mm.two_layer_report(W, a, X, y, Xt)
+    assert r["n_big"] == 5 and r["min_corr"] == pytest.approx(1) and r["pattern_frac"] == 1.0
+    assert r["relF"] < 1e-6 and r["margin_ratio"] == pytest.approx(1, abs=1e-6)
+    assert r["split"] == pytest.approx(r["split_pred"]) and r["sv_ratio_3"] < 1e-5
+    assert r["imbalance"] < 1e-9
+    assert r["median_corr_mean"] < 0.99                 # the class mean is not the max-margin direction
+    with pytest.raises(ValueError):
+        mm.two_layer_report(W, a, X, y[:-1], Xt)
