@@ -1,0 +1,1152 @@
+"""Functional vs parametric equivalence of ReLU networks (chapter 01_parametric_equivalence).
+
+Phuong (2021), *Underspecification in Deep Learning*, Chapter 2 and Appendix A (the thesis version of
+Phuong & Lampert, ICLR 2020). Networks are lists ``[(W_1, b_1), ..., (W_L, b_L)]`` of numpy float64
+arrays, ``W_l`` of shape ``(d_l, d_{l-1})``; hidden layers use ReLU (or leaky ReLU with ``alpha``),
+the last layer is affine (eq. 1.3). The domain is the open box ``(lo, hi)^{d_0}``.
+
+Sections of this module:
+
+* networks and their symmetries: :func:`forward`, :func:`apply_symmetry`, :func:`random_symmetry`
+  (eqs. 2.1-2.4), :func:`canonicalize`, :func:`align`, :func:`equivalent`;
+* parameter Jacobian and its rank against the symmetry bound: :func:`param_jacobian`,
+  :func:`jacobian_rank`;
+* the conditions of Thm 2.1: :func:`check_general` (Def. A.11), :func:`check_transparent` (Def. A.12);
+* exact 2-D geometry: :func:`linear_regions_2d`, :func:`region_edges`, :func:`greedy_layers`
+  (canonical representation and dependency graph, Defs. A.3-A.5, Lemma 2.3);
+* the theorem's construction :func:`identifiable_network` (Lemma A.17) and black-box recovery
+  :func:`recover` (the proof of Thm A.1 turned into an algorithm);
+* the counterexamples of the chapter's "Which assumptions matter?" section: :func:`counterexample`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.optimize import linear_sum_assignment
+
+__all__ = [
+    "RecoveryError", "CountingOracle", "forward", "preactivations", "widths_of", "apply_symmetry",
+    "random_symmetry", "canonicalize", "align", "equivalent", "random_network", "param_jacobian",
+    "jacobian_rank", "check_general", "check_transparent", "Region", "Edge", "linear_regions_2d",
+    "region_edges", "lemma21_lengths", "greedy_layers", "identifiable_network", "recover",
+    "counterexample", "COUNTEREXAMPLES",
+]
+
+
+class RecoveryError(RuntimeError):
+    """:func:`recover` could not certify a network that reproduces the black box."""
+
+
+# ----------------------------------------------------------------------------------------------
+# Networks, validation, symmetries (eqs. 1.3, 2.1-2.4)
+# ----------------------------------------------------------------------------------------------
+
+def _check_params(params) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Validate a network and return it as float64 copies; ValueError with a clear message if bad."""
+    if not isinstance(params, (list, tuple)) or len(params) == 0:
+        raise ValueError("params must be a non-empty list of (W, b) pairs")
+    out, prev = [], None
+    for l, layer in enumerate(params, start=1):
+        if not isinstance(layer, (list, tuple)) or len(layer) != 2:
+            raise ValueError(f"layer {l} must be a (W, b) pair")
+        try:
+            W, b = np.array(layer[0], dtype=np.float64), np.array(layer[1], dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"layer {l}: W and b must be real numeric arrays") from None
+        if W.ndim != 2 or W.shape[0] == 0 or W.shape[1] == 0:
+            raise ValueError(f"layer {l}: W must be a non-empty 2-D array, got shape {W.shape}")
+        if b.shape != (W.shape[0],):
+            raise ValueError(f"layer {l}: b must have shape ({W.shape[0]},), got {b.shape}")
+        if prev is not None and W.shape[1] != prev:
+            raise ValueError(f"layer {l}: W has {W.shape[1]} columns but layer {l - 1} has {prev} units")
+        if not (np.all(np.isfinite(W)) and np.all(np.isfinite(b))):
+            raise ValueError(f"layer {l}: parameters contain NaN or infinite values")
+        out.append((W, b))
+        prev = W.shape[0]
+    return out
+
+
+def _check_X(X, d0: int) -> np.ndarray:
+    """Validate an input batch of shape ``(n, d0)``."""
+    try:
+        X = np.asarray(X, dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError("X must be a real numeric array") from None
+    if X.ndim != 2 or X.shape[1] != d0 or X.shape[0] == 0:
+        raise ValueError(f"X must have shape (n, {d0}) with n >= 1, got {X.shape}")
+    if not np.all(np.isfinite(X)):
+        raise ValueError("X contains NaN or infinite values")
+    return X
+
+
+def _check_alpha(alpha) -> float:
+    if not (isinstance(alpha, (int, float)) and 0.0 <= alpha < 1.0):
+        raise ValueError(f"alpha (leaky-ReLU slope) must be a number in [0, 1), got {alpha!r}")
+    return float(alpha)
+
+
+def _check_domain(domain) -> tuple[float, float]:
+    try:
+        lo, hi = (float(v) for v in domain)
+    except (TypeError, ValueError):
+        raise ValueError(f"domain must be a pair (lo, hi), got {domain!r}") from None
+    if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+        raise ValueError(f"domain must be a bounded interval lo < hi, got {domain!r}")
+    return lo, hi
+
+
+def widths_of(params) -> list[int]:
+    """The architecture ``(d_0, d_1, ..., d_L)`` of a network."""
+    params = _check_params(params)
+    return [params[0][0].shape[1]] + [W.shape[0] for W, _ in params]
+
+
+def _act(U: np.ndarray, alpha: float) -> np.ndarray:
+    return np.maximum(U, 0.0) if alpha == 0.0 else np.where(U >= 0, U, alpha * U)
+
+
+def preactivations(params, X, alpha: float = 0.0) -> list[np.ndarray]:
+    """Pre-activations ``h^{1:l}(X)`` of every hidden layer ``l = 1..L-1`` (eq. 1.4), each ``(n, d_l)``."""
+    params, alpha = _check_params(params), _check_alpha(alpha)
+    Z, out = _check_X(X, params[0][0].shape[1]), []
+    for W, b in params[:-1]:
+        U = Z @ W.T + b
+        out.append(U)
+        Z = _act(U, alpha)
+    return out
+
+
+def forward(params, X, alpha: float = 0.0) -> np.ndarray:
+    """The network function ``h_theta(X)`` (eq. 1.3), shape ``(n, d_L)``; ``alpha > 0``: leaky ReLU."""
+    params, alpha = _check_params(params), _check_alpha(alpha)
+    Z = _check_X(X, params[0][0].shape[1])
+    for W, b in params[:-1]:
+        Z = _act(Z @ W.T + b, alpha)
+    W, b = params[-1]
+    return Z @ W.T + b
+
+
+def random_network(widths, seed: int, bias_std: float = 0.5) -> list[tuple[np.ndarray, np.ndarray]]:
+    """A He-normal network with ``N(0, bias_std^2)`` biases (the 'typical' nets of the chapter)."""
+    widths = _check_widths(widths, non_increasing=False)
+    rng = np.random.default_rng(seed)
+    return [(rng.normal(0.0, np.sqrt(2.0 / a), (b_, a)), rng.normal(0.0, bias_std, b_))
+            for a, b_ in zip(widths[:-1], widths[1:])]
+
+
+def _check_widths(widths, non_increasing: bool) -> list[int]:
+    try:
+        widths = [int(w) for w in widths]
+    except (TypeError, ValueError):
+        raise ValueError(f"widths must be a sequence of positive ints, got {widths!r}") from None
+    if len(widths) < 2 or min(widths) < 1:
+        raise ValueError(f"widths must have >= 2 positive entries (d_0, ..., d_L), got {widths}")
+    if non_increasing:
+        hidden = widths[1:-1]
+        if len(hidden) == 0:
+            raise ValueError("Thm 2.1 needs at least one hidden layer")
+        if any(a < b for a, b in zip(widths[:-2], widths[1:-1])) or min(hidden) < 2:
+            raise ValueError(f"Thm 2.1 needs d_0 >= d_1 >= ... >= d_(L-1) >= 2, got {widths}")
+    return widths
+
+
+def apply_symmetry(params, perms, scales):
+    """Apply permutations ``P_l`` and diagonal scalings ``M_l`` to the hidden layers (eqs. 2.1-2.4).
+
+    New unit ``j`` of hidden layer ``l`` is old unit ``perms[l][j]`` times ``scales[l][j]``:
+    ``W_l <- M_l P_l W_l P_{l-1}^{-1} M_{l-1}^{-1}``, ``b_l <- M_l P_l b_l``. Positive scales preserve the
+    function; a negative scale does not (ReLU has no sign-flip symmetry).
+    """
+    params = _check_params(params)
+    hidden = [W.shape[0] for W, _ in params[:-1]]
+    if len(perms) != len(hidden) or len(scales) != len(hidden):
+        raise ValueError(f"need one permutation and one scale vector per hidden layer ({len(hidden)})")
+    out, prev_p, prev_m = [], None, None
+    for l, (W, b) in enumerate(params):
+        if prev_p is not None:
+            W = W[:, prev_p] / prev_m[None, :]
+        if l < len(hidden):
+            p = np.asarray(perms[l])
+            m = np.asarray(scales[l], dtype=np.float64)
+            if p.shape != (hidden[l],) or sorted(p.tolist()) != list(range(hidden[l])):
+                raise ValueError(f"perms[{l}] must be a permutation of range({hidden[l]})")
+            if m.shape != (hidden[l],) or not np.all(np.isfinite(m)) or np.any(m == 0):
+                raise ValueError(f"scales[{l}] must be {hidden[l]} finite non-zero numbers")
+            W, b = m[:, None] * W[p], m * b[p]
+            prev_p, prev_m = p, m
+        out.append((W, b))
+    return out
+
+
+def random_symmetry(params, seed: int, log_std: float = 0.5):
+    """Random permutations and log-normal positive scales, one per hidden layer: ``(perms, scales)``."""
+    params = _check_params(params)
+    rng = np.random.default_rng(seed)
+    hidden = [W.shape[0] for W, _ in params[:-1]]
+    return ([rng.permutation(d) for d in hidden], [np.exp(rng.normal(0.0, log_std, d)) for d in hidden])
+
+
+def canonicalize(params):
+    """Unit-norm incoming ``(w, b)`` for every hidden unit, the scale pushed to the next layer.
+
+    Two networks are equivalent up to positive rescaling iff their canonical forms are equal;
+    a unit with zero incoming weights is left as it is.
+    """
+    params = _check_params(params)
+    out, r_prev = [], None
+    for l, (W, b) in enumerate(params):
+        if r_prev is not None:
+            W = W * r_prev[None, :]
+        if l < len(params) - 1:
+            r = np.sqrt((W ** 2).sum(1) + b ** 2)
+            r = np.where(r > 0, r, 1.0)
+            W, b, r_prev = W / r[:, None], b / r, r
+        out.append((W, b))
+    return out
+
+
+def align(params_a, params_b):
+    """Find ``P_l, M_l`` mapping network ``a`` onto ``b`` (eq. 2.5) and the residual error.
+
+    Layer by layer, units are matched by the Hungarian method on ``|cos|`` of canonical rows, so that
+    a sign-flipped unit is matched too and shows up as a negative scale. Returns ``(perms, scales,
+    max_err)``: ``perms[l][j]`` is the unit of ``a`` that unit ``j`` of ``b`` corresponds to,
+    ``scales[l][j]`` the least-squares factor ``M_l`` (negative if the unit is flipped), and
+    ``max_err`` the max abs difference between the canonical forms of ``b`` and of ``a`` permuted.
+    """
+    a, b = _check_params(params_a), _check_params(params_b)
+    if widths_of(a) != widths_of(b):
+        raise ValueError(f"architectures differ: {widths_of(a)} vs {widths_of(b)}")
+    ca, cb = canonicalize(a), canonicalize(b)
+    perms, n_hidden = [], len(a) - 1
+    for l in range(n_hidden):
+        cur = apply_symmetry(ca, perms + [np.arange(W.shape[0]) for W, _ in ca[l:-1]],
+                             [np.ones(W.shape[0]) for W, _ in ca[:-1]])
+        Ra = np.hstack([cur[l][0], cur[l][1][:, None]])
+        Rb = np.hstack([cb[l][0], cb[l][1][:, None]])
+        na = np.linalg.norm(Ra, axis=1)[:, None] + 1e-300
+        nb = np.linalg.norm(Rb, axis=1)[None, :] + 1e-300
+        rows, cols = linear_sum_assignment(1.0 - np.abs(Ra @ Rb.T) / (na * nb))
+        p = np.empty(len(rows), dtype=int)
+        p[cols] = rows
+        perms.append(p)
+    ones = [np.ones(W.shape[0]) for W, _ in a[:-1]]
+    a_perm = apply_symmetry(a, perms, ones)
+    scales, m_prev = [], None
+    for l in range(n_hidden):
+        Wa = a_perm[l][0] if m_prev is None else a_perm[l][0] / m_prev[None, :]
+        Ra = np.hstack([Wa, a_perm[l][1][:, None]])
+        Rb = np.hstack([b[l][0], b[l][1][:, None]])
+        m = (Ra * Rb).sum(1) / np.maximum((Ra * Ra).sum(1), 1e-300)
+        scales.append(m)
+        m_prev = np.where(m != 0, m, 1.0)
+    cap = canonicalize(a_perm)
+    max_err = max(max(np.abs(Wa - Wb).max(), np.abs(ba - bb).max()) for (Wa, ba), (Wb, bb) in zip(cap, cb))
+    return perms, scales, float(max_err)
+
+
+def equivalent(params_a, params_b, atol: float = 1e-6) -> bool:
+    """True iff ``b`` equals ``a`` up to permutations and *positive* scalings (eq. 2.5), within ``atol``."""
+    if not (isinstance(atol, (int, float)) and atol >= 0):
+        raise ValueError(f"atol must be a non-negative number, got {atol!r}")
+    if widths_of(params_a) != widths_of(params_b):
+        return False
+    _, scales, err = align(params_a, params_b)
+    return bool(err <= atol and all(np.all(m > 0) for m in scales))
+
+
+# ----------------------------------------------------------------------------------------------
+# Parameter Jacobian (functional dimension, beyond the document)
+# ----------------------------------------------------------------------------------------------
+
+def param_jacobian(params, X, alpha: float = 0.0) -> np.ndarray:
+    """Analytic ``d h_theta(x_n) / d theta`` for a scalar-output net: shape ``(n, #theta)``.
+
+    Parameters are ordered ``W_1.ravel(), b_1, W_2.ravel(), b_2, ...``.
+    """
+    params, alpha = _check_params(params), _check_alpha(alpha)
+    if params[-1][0].shape[0] != 1:
+        raise ValueError("param_jacobian needs a scalar output (d_L = 1)")
+    X = _check_X(X, params[0][0].shape[1])
+    Zs, slopes = [X], []
+    for W, b in params[:-1]:
+        U = Zs[-1] @ W.T + b
+        s = np.where(U >= 0, 1.0, alpha)
+        slopes.append(s)
+        Zs.append(U * s)
+    delta, blocks = np.ones((X.shape[0], 1)), []
+    for l in range(len(params) - 1, -1, -1):
+        blocks.append(delta)
+        blocks.append((delta[:, :, None] * Zs[l][:, None, :]).reshape(X.shape[0], -1))
+        if l > 0:
+            delta = (delta @ params[l][0]) * slopes[l - 1]
+    return np.hstack(blocks[::-1])
+
+
+def jacobian_rank(params, X, rel_tol: float = 1e-9, alpha: float = 0.0) -> tuple[int, int]:
+    """``(rank J, #theta - sum_{l<L} d_l)``: the functional dimension and its bound under P/M symmetry."""
+    J = param_jacobian(params, X, alpha)
+    s = np.linalg.svd(J, compute_uv=False)
+    rank = int((s > rel_tol * s[0]).sum()) if s[0] > 0 else 0
+    return rank, J.shape[1] - sum(W.shape[0] for W, _ in _check_params(params)[:-1])
+
+
+# ----------------------------------------------------------------------------------------------
+# Exact 2-D geometry: linear regions, zero sets, fold-set (Lemma 2.1), greedy layers (Algorithm G)
+# ----------------------------------------------------------------------------------------------
+
+@dataclass
+class Region:
+    """A linear region: convex polygon, activation pattern, local affine maps (valid on its closure)."""
+    poly: np.ndarray                      # (k, 2) vertices, counter-clockwise
+    pattern: tuple                        # activation bits of all hidden units, layer by layer
+    pre: list = field(default_factory=list)  # per hidden layer: (W_loc (d_l, 2), b_loc (d_l,))
+    out: tuple = ()                       # output affine map (W_loc (d_L, 2), b_loc (d_L,))
+
+
+@dataclass
+class Edge:
+    """A polygon edge seen from one region: zero-set membership and whether ``h`` folds across it."""
+    p: np.ndarray
+    q: np.ndarray
+    region: int
+    neighbour: int                        # -1 on the domain boundary
+    units: list                           # hidden units (layer, index), 1-based layer, zero on the edge
+    fold: bool
+
+    @property
+    def length(self) -> float:
+        return float(np.linalg.norm(self.q - self.p))
+
+
+def _area(P: np.ndarray) -> float:
+    x, y = P[:, 0], P[:, 1]
+    return 0.5 * float(np.dot(x, np.roll(y, -1)) - np.dot(y, np.roll(x, -1)))
+
+
+def _clip(P: np.ndarray, w: np.ndarray, c: float, tol: float) -> np.ndarray:
+    """Part of convex polygon ``P`` where ``w.x + c >= 0`` (Sutherland-Hodgman, one half-plane)."""
+    v = P @ w + c
+    v = np.where(np.abs(v) <= tol, 0.0, v)
+    out = []
+    for k in range(len(P)):
+        j = (k + 1) % len(P)
+        if v[k] >= 0:
+            out.append(P[k])
+        if (v[k] > 0 and v[j] < 0) or (v[k] < 0 and v[j] > 0):
+            t = v[k] / (v[k] - v[j])
+            out.append(P[k] + t * (P[j] - P[k]))
+    return np.array(out) if len(out) >= 3 else np.zeros((0, 2))
+
+
+def linear_regions_2d(params, domain=(-1, 1), alpha: float = 0.0) -> list[Region]:
+    """Exact linear regions of a 2-input net on the box ``domain^2`` by polygon splitting.
+
+    Every polygon is split by the local line of each unit of the next layer, so all zero sets of all
+    hidden units lie on polygon edges; slivers with area < 1e-14 are dropped.
+    """
+    params, alpha = _check_params(params), _check_alpha(alpha)
+    lo, hi = _check_domain(domain)
+    if params[0][0].shape[1] != 2:
+        raise ValueError("linear_regions_2d needs a 2-input network")
+    box = np.array([[lo, lo], [hi, lo], [hi, hi], [lo, hi]], dtype=np.float64)
+    regions = [(box, (), [], np.eye(2), np.zeros(2))]
+    for W, b in params[:-1]:
+        new = []
+        for P, bits, pre, A, a in regions:
+            Wl, bl = W @ A, W @ a + b
+            tol = 1e-12 * (1.0 + np.abs(Wl).sum(1) * max(abs(lo), abs(hi)) + np.abs(bl))
+            pieces = [(P, ())]
+            for i in range(W.shape[0]):
+                nxt = []
+                for Q, qb in pieces:
+                    for sign in (1.0, -1.0):
+                        R = _clip(Q, sign * Wl[i], sign * bl[i], tol[i])
+                        if len(R) and abs(_area(R)) > 1e-14:
+                            nxt.append((R, qb + (sign > 0,)))
+                pieces = nxt
+            for Q, qb in pieces:
+                s = np.where(np.array(qb), 1.0, alpha)
+                new.append((Q, bits + qb, pre + [(Wl, bl)], s[:, None] * Wl, s * bl))
+        regions = new
+    W, b = params[-1]
+    return [Region(P, bits, pre, (W @ A, W @ a + b)) for P, bits, pre, A, a in regions]
+
+
+def region_edges(params, regions: list[Region], domain=(-1, 1), alpha: float = 0.0) -> list[Edge]:
+    """All region edges with the hidden units vanishing on them and whether ``h`` folds across them.
+
+    The neighbour across an edge is found by the activation pattern just outside its midpoint; a fold
+    is an edge where the output gradient differs between the two sides (Def. A.8).
+    """
+    params = _check_params(params)
+    lo, hi = _check_domain(domain)
+    by_pattern = {r.pattern: k for k, r in enumerate(regions)}
+    edges = []
+    for k, r in enumerate(regions):
+        P = r.poly
+        for j in range(len(P)):
+            p, q = P[j], P[(j + 1) % len(P)]
+            d = q - p
+            length = np.linalg.norm(d)
+            if length < 1e-12:
+                continue
+            mid = 0.5 * (p + q)
+            nu = np.array([d[1], -d[0]]) / length * (1.0 if _area(P) > 0 else -1.0)  # outward normal
+            probe = mid + 1e-7 * nu
+            units = []
+            for l, (Wl, bl) in enumerate(r.pre, start=1):
+                scale = 1e-9 * (1.0 + np.abs(Wl).sum(1) + np.abs(bl))
+                hit = np.where((np.abs(Wl @ p + bl) <= scale) & (np.abs(Wl @ q + bl) <= scale))[0]
+                units += [(l, int(i)) for i in hit]
+            if np.any(probe <= lo) or np.any(probe >= hi):
+                edges.append(Edge(p, q, k, -1, units, False))
+                continue
+            bits = tuple(bool(v) for U in preactivations(params, probe[None], alpha) for v in (U[0] >= 0))
+            nb = by_pattern.get(bits, -1)
+            g_here = r.out[0]
+            g_there = regions[nb].out[0] if nb >= 0 else g_here
+            fold = bool(np.abs(g_here - g_there).max() > 1e-9 * (1.0 + np.abs(g_here).max()))
+            edges.append(Edge(p, q, k, nb, units, fold))
+    return edges
+
+
+def lemma21_lengths(edges: list[Edge]) -> dict:
+    """Lengths of interior edges that are zero set only, fold only, or both (Lemma 2.1, eq. 2.7).
+
+    Each interior edge is seen from its two regions, hence the factor 1/2.
+    """
+    out = {"zero_and_fold": 0.0, "zero_not_fold": 0.0, "fold_not_zero": 0.0}
+    for e in edges:
+        if e.neighbour < 0:
+            continue
+        zero = bool(e.units)
+        if zero and e.fold:
+            out["zero_and_fold"] += 0.5 * e.length
+        elif zero:
+            out["zero_not_fold"] += 0.5 * e.length
+        elif e.fold:
+            out["fold_not_zero"] += 0.5 * e.length
+    return out
+
+
+def _line_key(p, q):
+    d = q - p
+    n = np.array([-d[1], d[0]]) / np.linalg.norm(d)
+    key = np.array([n[0], n[1], -n @ p])
+    return key * (1.0 if key[np.argmax(np.abs(key))] > 0 else -1.0)
+
+
+def _interval_union(iv: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    out = []
+    for s, t in sorted(iv):
+        if out and s <= out[-1][1] + 1e-10:
+            out[-1] = (out[-1][0], max(out[-1][1], t))
+        else:
+            out.append((s, t))
+    return out
+
+
+def _line_params(key, pts):
+    """Coordinates of points along the line ``key`` (direction perpendicular to its normal)."""
+    return pts @ np.array([-key[1], key[0]])
+
+
+def _chord(key, poly) -> tuple[float, float] | None:
+    """The segment of line ``key`` inside convex polygon ``poly`` as an interval, or None."""
+    v = poly @ key[:2] + key[2]
+    pts = [poly[k] for k in range(len(poly)) if abs(v[k]) < 1e-10]
+    for k in range(len(poly)):
+        j = (k + 1) % len(poly)
+        if v[k] * v[j] < 0 and abs(v[k]) >= 1e-10 and abs(v[j]) >= 1e-10:
+            pts.append(poly[k] + v[k] / (v[k] - v[j]) * (poly[j] - poly[k]))
+    if len(pts) < 2:
+        return None
+    t = _line_params(key, np.array(pts))
+    return (float(t.min()), float(t.max())) if t.max() - t.min() > 1e-12 else None
+
+
+def greedy_layers(regions: list[Region], edges: list[Edge], max_order: int = 12) -> dict:
+    """Canonical representation of the fold-set (greedy layer assignment, §2.4) and its dependency graph.
+
+    Order 1: full lines inside the fold-set. Order k+1: pieces ``{x in P : w.x + c = 0}`` fully inside
+    the fold-set, for each cell ``P`` of the partition by the pieces of order <= k (Defs. A.2-A.4).
+    Edge ``H -> G`` of the dependency graph (Def. A.5) iff order(H) < order(G) and an end point of
+    ``G`` lies on ``H`` (in its relative interior: pieces are open at their ends). Returns ``pieces`` (dicts with ``order``, ``segments``, ``layer`` = the true
+    layer of the units vanishing there), ``graph`` (list of (parent, child)) and ``longest_path``
+    (length of the longest directed path starting at each piece, Lemma 2.3).
+    """
+    fold = [k for k, e in enumerate(edges) if e.fold]
+    keys = {k: _line_key(edges[k].p, edges[k].q) for k in fold}
+    order = {}
+    pieces = []
+
+    def find(parent, x):
+        while parent[x] != x:
+            parent[x] = parent[parent[x]]
+            x = parent[x]
+        return x
+
+    for k_order in range(1, max_order + 1):
+        todo = [k for k in fold if k not in order]
+        if not todo:
+            break
+        parent = list(range(len(regions)))
+        for k, e in enumerate(edges):
+            if e.neighbour >= 0 and order.get(k) is None:
+                ra, rb = find(parent, e.region), find(parent, e.neighbour)
+                parent[ra] = rb
+        cells: dict[int, list[int]] = {}
+        for r in range(len(regions)):
+            cells.setdefault(find(parent, r), []).append(r)
+        if k_order == 1:
+            cells = {0: list(range(len(regions)))}       # order 1: full lines across the whole domain
+        groups: list[tuple[int, np.ndarray, list[int]]] = []
+        for k in todo:
+            cell = 0 if k_order == 1 else find(parent, edges[k].region)
+            for g in groups:
+                if g[0] == cell and np.abs(g[1] - keys[k]).max() < 1e-7:
+                    g[2].append(k)
+                    break
+            else:
+                groups.append((cell, keys[k], [k]))
+        new = []
+        for cell, key, members in groups:
+            chord = _interval_union([c for r in cells[cell] if (c := _chord(key, regions[r].poly))])
+            covered = _interval_union([tuple(sorted(_line_params(key, np.array([edges[k].p, edges[k].q]))))
+                                       for k in members])
+            if abs(sum(t - s for s, t in chord) - sum(t - s for s, t in covered)) < 1e-8:
+                new.append((key, members, covered))
+        if not new:
+            break
+        for key, members, covered in new:
+            for k in members:
+                order[k] = k_order
+            layers = [l for k in members for l, _ in edges[k].units]
+            direction = np.array([-key[1], key[0]])
+            foot = -key[2] * key[:2]
+            pieces.append({"order": k_order, "key": key,
+                           "segments": [(foot + s * direction, foot + t * direction) for s, t in covered],
+                           "layer": int(np.bincount(layers).argmax()) if layers else 0})
+    graph = []
+    for gi, G in enumerate(pieces):
+        ends = [pt for seg in G["segments"] for pt in seg]
+        for hi_, H in enumerate(pieces):
+            if H["order"] >= G["order"]:
+                continue
+            if any(_on_segments(pt, H["segments"]) for pt in ends):
+                graph.append((hi_, gi))
+    longest = [0] * len(pieces)
+    for gi in sorted(range(len(pieces)), key=lambda i: -pieces[i]["order"]):
+        longest[gi] = max([1 + longest[c] for p, c in graph if p == gi], default=0)
+    return {"pieces": pieces, "graph": graph, "longest_path": longest,
+            "unassigned_length": 0.5 * sum(edges[k].length for k in fold if k not in order)}
+
+
+def _on_segments(pt, segments, tol: float = 1e-8) -> bool:
+    """Is ``pt`` in the relative interior of one of the segments? (A piece is open at its ends.)"""
+    for p, q in segments:
+        d = q - p
+        t = (pt - p) @ d / (d @ d)
+        eps = tol / np.sqrt(d @ d)
+        if eps < t < 1.0 - eps and np.linalg.norm(p + t * d - pt) < tol:
+            return True
+    return False
+
+
+# ----------------------------------------------------------------------------------------------
+# The conditions of Theorem 2.1: general (Def. A.11) and transparent (Def. A.12)
+# ----------------------------------------------------------------------------------------------
+
+def _indicator_tuples(dims, nontrivial: bool):
+    for bits in itertools.product(*[list(itertools.product((0.0, 1.0), repeat=d)) for d in dims]):
+        if nontrivial and any(sum(bb) == 0 for bb in bits):
+            continue
+        yield [np.array(bb) for bb in bits]
+
+
+def check_general(params, domain=(-1, 1), max_products: int = 1 << 14) -> dict:
+    """Check the three conditions of a *general* network (Def. A.11) and report their margins.
+
+    * ``cond2`` (eq. 2.6 / A.16-A.17): for all ``k <= l`` and 0/1 diagonals, the rank of
+      ``I_l W_l ... I_k W_k`` equals ``min(d_{k-1}, rank I_k, ..., rank I_l)``; margin = smallest
+      relevant singular value (relative). Enumerates all indicator tuples (small nets only).
+    * ``cond3`` (A.11): no two local linear pieces ``[w_i^l(I), b_i^l(I)]`` (A.14-A.15) are multiples
+      of each other; margin = min distance between the unit pieces, up to sign (0 for a zero piece).
+    * ``cond1`` (A.12, 2-input nets only): no local optimum of a pre-activation ``h_i^{1:l}`` has value
+      0; margin = min ``|h_i^{1:l}|`` over its local optima at region vertices and on flat regions.
+    Each condition holds if its margin exceeds 1e-9.
+    """
+    params = _check_params(params)
+    widths = widths_of(params)
+    L = len(params)
+    n_prod = sum(2 ** sum(widths[k:l + 1]) for k in range(1, L + 1) for l in range(k, L + 1))
+    if n_prod > max_products:
+        raise ValueError(f"check_general enumerates {n_prod} indicator products (> {max_products}); "
+                         "use a smaller network")
+    margin2 = np.inf
+    for k in range(1, L + 1):
+        for l in range(k, L + 1):
+            dims = widths[k:l + 1]
+            for I in _indicator_tuples(dims, nontrivial=False):
+                if l == L:
+                    I[-1] = np.ones(widths[L])
+                M = np.eye(widths[k - 1])
+                for j, Ij in zip(range(k, l + 1), I):
+                    M = Ij[:, None] * (params[j - 1][0] @ M)
+                need = min([widths[k - 1]] + [int(Ij.sum()) for Ij in I])
+                if need == 0:
+                    continue
+                s = np.linalg.svd(M, compute_uv=False)
+                margin2 = min(margin2, s[need - 1] / max(1.0, s[0]) if len(s) >= need else 0.0)
+    pieces = []
+    for l in range(1, L):
+        for I in _indicator_tuples(widths[1:l], nontrivial=True):
+            w, c = params[0][0].copy(), params[0][1].copy()
+            for j in range(1, l):
+                w, c = params[j][0] @ (I[j - 1][:, None] * w), params[j][0] @ (I[j - 1] * c) + params[j][1]
+            pieces += [np.append(w[i], c[i]) for i in range(widths[l])]
+    margin3 = np.inf
+    for u, v in itertools.combinations(pieces, 2):
+        nu, nv = np.linalg.norm(u), np.linalg.norm(v)
+        if nu < 1e-12 or nv < 1e-12:
+            margin3 = 0.0
+            continue
+        uh, vh = u / nu, v / nv               # 2 sin(angle / 2): accurate for nearly parallel pieces
+        margin3 = min(margin3, float(min(np.linalg.norm(uh - vh), np.linalg.norm(uh + vh))))
+    margin1 = np.nan
+    if widths[0] == 2:
+        margin1 = _cond1_margin(params, domain)
+    result = {"cond1": bool(margin1 > 1e-9) if widths[0] == 2 else None, "cond2": bool(margin2 > 1e-9),
+              "cond3": bool(margin3 > 1e-9), "margin1": margin1, "margin2": float(margin2),
+              "margin3": float(margin3)}
+    result["general"] = bool(result["cond2"] and result["cond3"] and result["cond1"] is not False)
+    return result
+
+
+def _cond1_margin(params, domain) -> float:
+    """Min ``|h_i^{1:l}|`` over the local optima of every pre-activation (condition 1, exact in 2-D).
+
+    A PWL function has a local optimum at a vertex iff its directional derivatives along all edges
+    leaving the vertex (the boundary rays of the sectors around it) have one sign; on a flat region
+    every point is an optimum.
+    """
+    lo, hi = _check_domain(domain)
+    vals, rays = [], {}
+    for r in linear_regions_2d(params, domain):
+        P = r.poly
+        for Wl, bl in r.pre:            # flat pieces: a constant pre-activation is a local optimum
+            flat = np.abs(Wl).max(1) < 1e-12
+            vals += list(np.abs(Wl[flat] @ P[0] + bl[flat]))
+        for k in range(len(P)):
+            v = P[k]
+            if np.any(v <= lo + 1e-9) or np.any(v >= hi - 1e-9):
+                continue                # the domain is open: optima on its boundary do not count
+            entry = rays.setdefault(tuple(np.round(v, 9)), {"value": np.concatenate([W @ v + b for W, b in r.pre]),
+                                                               "slopes": []})
+            grads = np.vstack([W for W, _ in r.pre])
+            for w in (P[k - 1], P[(k + 1) % len(P)]):
+                d = (w - v) / np.linalg.norm(w - v)
+                entry["slopes"].append(grads @ d)
+    for entry in rays.values():
+        S = np.array(entry["slopes"])
+        tol = 1e-12 * (1.0 + np.abs(S).max())
+        opt = np.all(S >= -tol, axis=0) | np.all(S <= tol, axis=0)
+        vals += list(np.abs(entry["value"][opt]))
+    return float(min(vals)) if vals else np.inf
+
+
+def check_transparent(params, domain=(-1, 1), n_samples: int = 20000, seed: int = 0) -> bool:
+    """Every input has an active unit (``h_i^{1:l} >= 0``) in every hidden layer (Def. A.12).
+
+    Exact for 2-input nets (no linear region has an all-inactive layer); otherwise checked on
+    ``n_samples`` uniform points plus the corners of the box.
+    """
+    params = _check_params(params)
+    lo, hi = _check_domain(domain)
+    d0 = params[0][0].shape[1]
+    if d0 == 2:
+        widths = widths_of(params)
+        for r in linear_regions_2d(params, domain):
+            start = 0
+            for d in widths[1:-1]:
+                if not any(r.pattern[start:start + d]):
+                    return False
+                start += d
+        return True
+    rng = np.random.default_rng(seed)
+    X = np.vstack([rng.uniform(lo, hi, (n_samples, d0)),
+                   np.array(list(itertools.product((lo, hi), repeat=min(d0, 12))))[:, :d0]
+                   if d0 <= 12 else np.zeros((0, d0))])
+    return bool(all(np.all(U.max(1) >= 0) for U in preactivations(params, X)))
+
+
+# ----------------------------------------------------------------------------------------------
+# The construction of Lemma A.17 (identifiable networks)
+# ----------------------------------------------------------------------------------------------
+
+def identifiable_network(widths, seed: int, domain=(-1, 1), max_tries: int = 5000):
+    """A network with non-increasing widths built like Lemma A.17, so that Thm 2.1 applies to it.
+
+    Layer by layer, on samples of the current all-on region ``U_l`` (the input-space image of
+    ``P_l``, eq. A.48): unit 1 crosses ``U_l`` (A.43; for ``l >= 2`` its direction is close to
+    ``(1, ..., 1)`` so it meets every facet ``z_i = 0``, A.53); unit 2 is nearly antiparallel to unit 1,
+    which makes the layer transparent (A.44); further units cross ``U_l`` (A.45). A draw is accepted
+    if, on 20 000 samples and the box corners, every layer is transparent with margin 1e-3, every unit
+    changes sign inside ``U_l`` by more than 0.05 either way, and ``U_L`` keeps at least 50 samples.
+    Random weights make the network general with probability 1 (Claim, line 338).
+    """
+    widths = _check_widths(widths, non_increasing=True)
+    lo, hi = _check_domain(domain)
+    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
+        raise ValueError(f"seed must be an int, got {seed!r}")
+    rng = np.random.default_rng(int(seed))
+    d0 = widths[0]
+    corners = np.array(list(itertools.product((lo, hi), repeat=d0)), dtype=np.float64)
+    X = np.vstack([rng.uniform(lo, hi, (20000, d0)), corners])
+    for _ in range(max_tries):
+        params, Z, on = [], X, np.ones(len(X), bool)
+        for d in widths[1:-1]:
+            for _ in range(50):                      # redraw this layer before starting over
+                layer = _draw_layer(rng, Z, on, d, first=not params)
+                if layer is not None:
+                    break
+            else:
+                break
+            W, b, U, on = layer
+            params.append((W, b))
+            Z = np.maximum(U, 0.0)
+        else:
+            d_out = widths[-1]
+            W_out = rng.choice([-1.0, 1.0], (d_out, widths[-2])) * rng.uniform(0.5, 1.5, (d_out, widths[-2]))
+            return params + [(W_out, rng.normal(0.0, 0.5, d_out))]
+    raise RuntimeError(f"no network accepted after {max_tries} draws for widths {widths}")
+
+
+def _draw_layer(rng, Z, on, d, first: bool):
+    """One layer of :func:`identifiable_network` on activations ``Z`` (all-on mask ``on``), or None."""
+    dp = Z.shape[1]
+    ZU = Z[on]
+    w1 = rng.normal(size=dp) if first else 1.0 / np.sqrt(dp) + 0.3 * rng.normal(size=dp)
+    w1 /= np.linalg.norm(w1)
+    w2 = -w1 + 0.3 * rng.normal(size=dp) / np.sqrt(dp)
+    rows = [w1, w2 / np.linalg.norm(w2)] + [v / np.linalg.norm(v) for v in rng.normal(size=(d - 2, dp))]
+    qs = [rng.uniform(0.15, 0.4), rng.uniform(0.2, 0.8)] + list(rng.uniform(0.3, 0.7, d - 2))
+    W = np.array(rows)
+    b = np.array([-np.quantile(ZU @ w, q) for w, q in zip(rows, qs)])
+    m = rng.uniform(0.5, 2.0, d)
+    W, b = m[:, None] * W, m * b
+    U = Z @ W.T + b
+    UU = U[on]
+    if U.max(1).min() < 1e-3 or np.any(UU.min(0) > -0.05) or np.any(UU.max(0) < 0.05):
+        return None                                   # not transparent, or a unit misses U_l
+    on = on & np.all(U > 0, axis=1)
+    return None if on.sum() < 50 else (W, b, U, on)
+
+
+# ----------------------------------------------------------------------------------------------
+# Black-box recovery (Thm A.1's proof as an algorithm)
+# ----------------------------------------------------------------------------------------------
+
+class CountingOracle:
+    """Wraps a black box ``f`` and counts the inputs it is queried on (``n_queries``)."""
+
+    def __init__(self, f):
+        if not callable(f):
+            raise ValueError("f must be callable")
+        self.f, self.n_queries, self.n_calls = f, 0, 0
+
+    def __call__(self, X):
+        X = np.asarray(X, dtype=np.float64)
+        self.n_queries += X.shape[0]
+        self.n_calls += 1
+        return self.f(X)
+
+
+@dataclass
+class _Level:
+    A: np.ndarray          # x -> activations of the recovered layers so far, affine on U
+    a: np.ndarray
+    G: np.ndarray          # U = {x in box : G x + g > 0} (unit-norm rows)
+    g: np.ndarray
+
+
+class _Recoverer:
+    """State of one run of :func:`recover`; see its docstring for the algorithm."""
+
+    ETA, H_FD = 1e-5, 1e-6
+
+    def __init__(self, f, d0, domain, seed, n_lines, subset_search, max_layers, max_attempts):
+        self.f, self.d0 = f, d0
+        self.lo, self.hi = domain
+        self.rng = np.random.default_rng(seed)
+        self.n_lines, self.subset_search = n_lines, subset_search
+        self.max_layers, self.attempts_left = max_layers, max_attempts
+        X = self.rng.uniform(self.lo, self.hi, (64, d0))
+        Y = self._raw(X)
+        self.d_out = Y.shape[1]
+        self.c = self.rng.normal(size=self.d_out)
+        self.c /= np.linalg.norm(self.c)
+        self.fscale = 1.0 + np.abs(Y).max()
+        self.pool = self.rng.uniform(self.lo, self.hi, (20000, d0))
+        self.log: list[str] = []
+
+    def _raw(self, X):
+        Y = np.asarray(self.f(X), dtype=np.float64)
+        if Y.ndim == 1:
+            Y = Y[:, None]
+        if Y.ndim != 2 or Y.shape[0] != X.shape[0]:
+            raise ValueError(f"f must map (n, {self.d0}) inputs to (n,) or (n, d_L), got shape {Y.shape}")
+        if not np.all(np.isfinite(Y)):
+            raise ValueError("f returned NaN or infinite values")
+        return Y
+
+    def F(self, X):
+        return self._raw(np.atleast_2d(X)) @ self.c
+
+    def grads(self, P):
+        """Central-difference gradients of the scalar projection at the rows of ``P``."""
+        E = self.H_FD * np.eye(self.d0)
+        pts = np.concatenate([P[:, None, :] + E[None], P[:, None, :] - E[None]], axis=1)
+        v = self.F(pts.reshape(-1, self.d0)).reshape(len(P), 2 * self.d0)
+        return (v[:, :self.d0] - v[:, self.d0:]) / (2 * self.H_FD)
+
+    def inside(self, X, lv: _Level, margin: float):
+        ok = np.all((X > self.lo + margin) & (X < self.hi - margin), axis=1)
+        if len(lv.g):
+            ok &= np.all(X @ lv.G.T + lv.g > margin, axis=1)
+        return ok
+
+    # --- primitive B: breakpoints of F along a segment -------------------------------------------
+    def breakpoints(self, x0, v, t0, t1):
+        F = lambda ts: self.F(x0[None, :] + np.asarray(ts)[:, None] * v[None, :])
+        dl = min(1e-6, 1e-3 * (t1 - t0))
+        vals = F([t0, t0 + dl, t1 - dl, t1])
+        tol_v = 1e-9 * self.fscale
+        tol_s = 1e-6 * self.fscale
+        out = []
+        stack = [(t0, t1, vals[0], vals[3], (vals[1] - vals[0]) / dl, (vals[3] - vals[2]) / dl, 0)]
+        while stack:
+            a, b, Fa, Fb, sa, sb, depth = stack.pop()
+            if abs(sa - sb) <= tol_s:
+                tm = 0.5 * (a + b)
+                if abs(F([tm])[0] - (Fa + sa * (tm - a))) <= tol_v * (1 + abs(b - a)):
+                    continue
+            else:
+                ts = (Fb - Fa + sa * a - sb * b) / (sa - sb)
+                if a + 2 * dl < ts < b - 2 * dl:
+                    e = min(1e-6, 0.25 * (ts - a), 0.25 * (b - ts))
+                    fm, f0, fp = F([ts - e, ts, ts + e])
+                    if (abs(f0 - (Fa + sa * (ts - a))) <= tol_v and abs(f0 - (Fb + sb * (ts - b))) <= tol_v
+                            and abs(fm - (Fa + sa * (ts - e - a))) <= tol_v
+                            and abs(fp - (Fb + sb * (ts + e - b))) <= tol_v):
+                        out.append(ts)
+                        continue
+            if depth >= 40 or b - a < 1e-6:
+                continue
+            tm = 0.5 * (a + b)
+            fl, fm, fr = F([tm - dl, tm, tm + dl])
+            stack.append((a, tm, Fa, fm, sa, (fm - fl) / dl, depth + 1))
+            stack.append((tm, b, fm, Fb, (fr - fm) / dl, sb, depth + 1))
+        return out
+
+    # --- (R1) folds along random lines inside U; primitive N: local hyperplanes -------------------
+    def fold_hyperplanes(self, lv: _Level):
+        starts = self.pool[self.inside(self.pool, lv, 1e-3)]
+        if len(starts) < 10:
+            return None, 0
+        found = []
+        for _ in range(self.n_lines):
+            x0 = starts[self.rng.integers(len(starts))]
+            v = self.rng.normal(size=self.d0)
+            v /= np.linalg.norm(v)
+            t0, t1 = self._clip_line(x0, v, lv, 1e-4)
+            if t1 - t0 < 1e-3:
+                continue
+            ts = self.breakpoints(x0, v, t0, t1)
+            if not ts:
+                continue
+            P = x0[None, :] + np.array(ts)[:, None] * v[None, :]
+            gp, gm = self.grads(P + self.ETA * v), self.grads(P - self.ETA * v)
+            for p, dg in zip(P, gp - gm):
+                nd = np.linalg.norm(dg)
+                if nd < 1e-6 * self.fscale or abs(dg @ v) < 0.05 * nd:
+                    continue
+                n = dg / nd
+                key = np.append(n, -n @ p)
+                found.append(key * (1.0 if key[np.argmax(np.abs(key))] > 0 else -1.0))
+        clusters: list[np.ndarray] = []
+        for key in found:
+            if not any(np.abs(key - c).max() < 1e-4 for c in clusters):
+                clusters.append(key)
+        return clusters, len(found)
+
+    def _clip_line(self, x0, v, lv: _Level, margin):
+        t0, t1 = -np.inf, np.inf
+        rows = [(e, self.hi - margin - x0 @ e) for e in np.eye(self.d0)]      # e.x < hi - margin
+        rows += [(-e, x0 @ e - self.lo - margin) for e in np.eye(self.d0)]   # -e.x < -(lo + margin)
+        rows += [(-G, x0 @ G + g - margin) for G, g in zip(lv.G, lv.g)]     # -G.x < g - margin
+        for n, slack in rows:           # constraint n.(x0 + t v) <= n.x0 + slack
+            s = n @ v
+            if abs(s) < 1e-15:
+                continue
+            if s > 0:
+                t1 = min(t1, slack / s)
+            else:
+                t0 = max(t0, slack / s)
+        return t0, t1
+
+    # --- (R2) straight candidates: hyperplanes that are folds at random points of H cap U ---------
+    def points_on(self, key, lv: _Level, k: int):
+        n, c = key[:-1], key[-1]
+        X = self.pool[self.rng.permutation(len(self.pool))[:4000]]
+        Q = X - (X @ n + c)[:, None] * n[None, :]
+        Q = Q[self.inside(Q, lv, 1e-3)]
+        return Q[:k]
+
+    def is_full_fold(self, key, lv: _Level, k: int = 12) -> tuple[bool, np.ndarray]:
+        Q = self.points_on(key, lv, k)
+        if len(Q) < 4:
+            return False, Q
+        n, e = key[:-1], 1e-5
+        offs = np.array([-2, -1, 0, 1, 2]) * e
+        V = self.F((Q[:, None, :] + offs[None, :, None] * n[None, None, :]).reshape(-1, self.d0)).reshape(len(Q), 5)
+        sl, sr = (V[:, 1] - V[:, 0]) / e, (V[:, 4] - V[:, 3]) / e
+        tol_v = 1e-8 * self.fscale
+        ok = ((np.abs(V[:, 1] + sl * e - V[:, 2]) <= tol_v) & (np.abs(V[:, 3] - sr * e - V[:, 2]) <= tol_v)
+              & (np.abs(sl - sr) > 1e-6 * self.fscale))
+        return bool(ok.mean() >= 0.9), Q
+
+    def refine(self, key, Q):
+        """Sharpen a hyperplane: exact kink positions along its normal near each test point, then fit."""
+        n, tau, d = key[:-1], 1e-3, 1e-4
+        ts = np.array([-tau, -tau + d, tau - d, tau])
+        V = self.F((Q[:, None, :] + ts[None, :, None] * n[None, None, :]).reshape(-1, self.d0)).reshape(len(Q), 4)
+        sa, sb = (V[:, 1] - V[:, 0]) / d, (V[:, 3] - V[:, 2]) / d
+        live = np.abs(sa - sb) > 1e-6 * self.fscale
+        t = (V[:, 3] - V[:, 0] - sa * tau - sb * tau) / np.where(live, sa - sb, 1.0)
+        live &= np.abs(t) < tau - 2 * d
+        P = Q[live] + t[live, None] * n[None, :]
+        if len(P) < self.d0 + 1:
+            return key, Q
+        while True:                              # fit; drop the worst point (near another fold); refit
+            M = np.hstack([P, np.ones((len(P), 1))])
+            v = np.linalg.svd(M)[2][-1]
+            res = np.abs(M @ v) / np.linalg.norm(v[:-1])
+            if res.max() <= 1e-9 or len(P) <= self.d0 + 2:
+                break
+            P = np.delete(P, np.argmax(res), axis=0)
+        if res.max() > 1e-9:
+            return key, Q
+        v = v / np.linalg.norm(v[:-1])
+        return v * np.sign(v[:-1] @ n), P
+
+    # --- (R3)+(R5): which candidates are layer-l units, and their orientation ----------------------
+    def side_tests(self, cands, Qs):
+        """Gradients just on both sides of each candidate, at its test points."""
+        out = []
+        for key, Q in zip(cands, Qs):
+            n = key[:-1]
+            out.append((self.grads(Q + self.ETA * n), self.grads(Q - self.ETA * n)))
+        return out
+
+    def orient(self, subset, cands, sides):
+        """Zero-coefficient test of Thm A.1 for a subset: +1/-1 orientation per unit, or None."""
+        N = np.array([cands[i][:-1] for i in subset])
+        allg = np.vstack([np.vstack(s) for s in sides])
+        coef_all, *_ = np.linalg.lstsq(N.T, allg.T, rcond=None)
+        resid = np.linalg.norm(allg.T - N.T @ coef_all, axis=0)
+        if np.any(resid > 1e-5 * (1.0 + np.linalg.norm(allg, axis=1))):
+            return None                          # gradients leave span(subset): a unit is missing
+        signs = []
+        for pos, i in enumerate(subset):
+            gp, gm = sides[i]
+            cp, *_ = np.linalg.lstsq(N.T, gp.T, rcond=None)
+            cm, *_ = np.linalg.lstsq(N.T, gm.T, rcond=None)
+            ap, am = np.abs(cp[pos]), np.abs(cm[pos])
+            big = np.maximum(ap, am)
+            live = big > 1e-6 * self.fscale
+            if live.sum() < 3:
+                return None
+            small = np.minimum(ap, am)[live] <= 1e-4 * big[live]
+            plus_on = (am <= ap)[live]
+            if small.mean() < 0.8:
+                return None
+            frac = plus_on[small].mean()
+            if 0.2 < frac < 0.8:
+                return None
+            signs.append(1.0 if frac >= 0.8 else -1.0)
+        return signs
+
+    # --- Algorithm R -------------------------------------------------------------------------------
+    def run(self):
+        lv = _Level(np.eye(self.d0), np.zeros(self.d0), np.zeros((0, self.d0)), np.zeros(0))
+        for params in self.levels(lv, [], self.d0):
+            if self.certify(params):
+                return params
+            self.attempts_left -= 1
+            if self.attempts_left <= 0:
+                break
+        raise RecoveryError("no reconstruction reproduced f on fresh points of the whole domain; "
+                            + "; ".join(self.log[-6:]))
+
+    def levels(self, lv: _Level, params, d_prev):
+        """Yield complete candidate networks (the certified subset search of (R3))."""
+        if len(params) > self.max_layers:
+            self.log.append(f"more than {self.max_layers} hidden layers")
+            return
+        clusters, n_found = self.fold_hyperplanes(lv)
+        if clusters is None:
+            self.log.append(f"level {len(params) + 1}: all-on region too small to probe")
+            return
+        if n_found == 0:                                             # f is affine on U: output layer
+            yield params + [self.output_layer(lv)]
+            return
+        cands, Qs = [], []
+        for key in clusters:
+            full, Q = self.is_full_fold(key, lv)
+            if full and not any(np.abs(key - c).max() < 1e-3 for c in cands):
+                key, Q = self.refine(key, Q)
+                cands.append(key)
+                Qs.append(Q)
+        if not cands:
+            self.log.append(f"level {len(params) + 1}: folds but no straight candidate in U")
+            return
+        sides = self.side_tests(cands, Qs)
+        if self.subset_search:
+            sizes = range(min(len(cands), d_prev), 0, -1)
+            subsets = [s for k in sizes for s in itertools.combinations(range(len(cands)), k)]
+        else:
+            if len(cands) > d_prev:
+                self.log.append(f"level {len(params) + 1}: {len(cands)} straight candidates > {d_prev} "
+                                "(a deeper fold masquerades as a hyperplane)")
+                return
+            subsets = [tuple(range(len(cands)))]
+        tried = 0
+        for subset in subsets:
+            signs = self.orient(subset, cands, sides)
+            if signs is None:
+                continue
+            tried += 1
+            rows = np.array([s * cands[i] for s, i in zip(signs, subset)])        # active where > 0
+            Ap = np.linalg.pinv(lv.A)
+            W = rows[:, :-1] @ Ap
+            b = rows[:, -1] - W @ lv.a
+            r = np.sqrt((W ** 2).sum(1) + b ** 2)
+            W, b = W / r[:, None], b / r
+            A_new, a_new = W @ lv.A, W @ lv.a + b
+            nrm = np.linalg.norm(A_new, axis=1)
+            nxt = _Level(A_new, a_new, np.vstack([lv.G, A_new / nrm[:, None]]),
+                         np.concatenate([lv.g, a_new / nrm]))
+            yield from self.levels(nxt, params + [(W, b)], len(subset))
+            if self.attempts_left <= 0:
+                return
+        if tried == 0:
+            self.log.append(f"level {len(params) + 1}: no subset of {len(cands)} candidates passed the "
+                            "zero-coefficient test")
+
+    def output_layer(self, lv: _Level):
+        """f is affine on U: fit ``f = W_L z + b_L`` to function values at points of U (least squares).
+
+        Values, not finite-difference gradients: ``z = A x + a`` can be badly conditioned on a thin U.
+        """
+        X = self.pool[self.inside(self.pool, lv, 1e-3)][:200]
+        Z = np.hstack([X @ lv.A.T + lv.a, np.ones((len(X), 1))])
+        sol, *_ = np.linalg.lstsq(Z, self._raw(X), rcond=None)
+        return sol[:-1].T, sol[-1]
+
+    def certify(self, params) -> bool:
+        for n in (64, 1000):
+            X = self.rng.uniform(self.lo, self.hi, (n, self.d0))
+            if np.abs(forward(params, X) - self._raw(X)).max() > 1e-7 * self.fscale:
+                self.log.append(f"candidate {widths_of(params)} failed certification")
+                return False
+        return True
+
+
+def recover(f, input_dim: int, domain=(-1, 1), seed: int = 0, *, n_lines: int = 30,
+            subset_search: bool = True, max_layers: int = 10, max_attempts: int = 20):
+    """Recover architecture and parameters of a ReLU net from queries of its function alone.
+
+    Algorithm (the proof of Thm A.1): keep the affine map ``x -> z_{l-1}`` of the recovered layers,
+    exact on ``U_l`` = {all recovered units > 0}. (R1) find fold points along random lines in ``U_l``
+    and their local hyperplanes from gradient jumps; (R2) keep hyperplanes that are folds everywhere
+    in ``U_l``; (R3, ``subset_search``) try subsets of them (size <= the previous width) that pass
+    (R5) the zero-coefficient test (the gradient has a zero coefficient for a unit on its inactive
+    side), recursing; (R4) rows ``W_l = n A^+``, normalised; stop when ``f`` is affine on ``U_l``.
+    A candidate is returned only if it reproduces ``f`` to 1e-7 (relative) on fresh points of the whole
+    domain; otherwise :class:`RecoveryError` is raised, so a wrong network is never returned silently.
+    With ``subset_search=False`` all straight candidates are taken as units (the naive rule that
+    deeper folds masquerading as hyperplanes fool, Fig. 2.2). Wrap ``f`` in :class:`CountingOracle`
+    to count queries.
+    """
+    if not callable(f):
+        raise ValueError("f must be callable")
+    if not isinstance(input_dim, (int, np.integer)) or isinstance(input_dim, bool) or input_dim < 1:
+        raise ValueError(f"input_dim must be a positive int, got {input_dim!r}")
+    if not isinstance(n_lines, int) or n_lines < 1:
+        raise ValueError(f"n_lines must be a positive int, got {n_lines!r}")
+    domain = _check_domain(domain)
+    return _Recoverer(f, int(input_dim), domain, seed, n_lines, subset_search, max_layers,
+                      max_attempts).run()
+
+
+# ----------------------------------------------------------------------------------------------
+# Counterexamples: functionally equal, parametrically different (chapter section "Which assumptions")
+# ----------------------------------------------------------------------------------------------
+
+COUNTEREXAMPLES = ("always_active", "dead_neuron", "width_one", "sign_flip_231", "non_transparent",
+                   "leaky_sign_flip")
+
+
+def counterexample(name: str, delta: float = 0.1):
+    """``(theta, eta, alpha)``: two nets with equal functions on ``(-1, 1)^2`` that are not P/M-equivalent.
+
+    * ``always_active``: a layer-1 unit positive on the whole box; bias shift by ``delta`` pushed into
+      layer 2 (a continuous symmetry, Jacobian-rank deficit).
+    * ``dead_neuron``: a layer-1 unit negative on the box; its outgoing weights are arbitrary.
+    * ``width_one``: a (2,2,1,1) net whose width-1 layer must be always active to be transparent.
+    * ``sign_flip_231``: (2,3,1) with ``a^T W = 0``: ``rho(u) = u + rho(-u)`` flips all rows (M = -I).
+    * ``non_transparent``: (2,2,2,1) whose layer 2 is dead wherever a layer-1 unit is active; that
+      unit's parameters can move freely.
+    * ``leaky_sign_flip``: the sign flip for leaky ReLU (``alpha = 0.1``), where
+      ``rho(-u) = rho(u) - (1 + alpha) u``.
+    """
+    if name not in COUNTEREXAMPLES:
+        raise ValueError(f"unknown counterexample {name!r}; choose from {COUNTEREXAMPLES}")
+    if not (isinstance(delta, (int, float)) and 0 < abs(delta) <= 0.5):
+        raise ValueError(f"delta must be a non-zero number with |delta| <= 0.5, got {delta!r}")
+    A = lambda *rows: np.array(rows, dtype=np.float64)
+    alpha = 0.0
+    if name in ("always_active", "dead_neuron"):
+        sign = 1.0 if name == "always_active" else -1.0
+        theta = [(A([0.8, -0.6], [-0.5, -0.9]), A(sign * 2.0, 0.1)),
+                 (A([1.0, -1.0], [-1.0, 0.5]), A(-1.5, 2.5)),
+                 (A([1.0, -0.8]), A(0.1))]
+        (W1, b1), (W2, b2), out = theta
+        if name == "always_active":
+            eta = [(W1, b1 + A(delta, 0.0)), (W2, b2 - W2[:, 0] * delta), out]
+        else:
+            W2e = W2.copy()
+            W2e[:, 0] += A(0.5, -0.7)
+            eta = [(W1, b1), (W2e, b2), out]
+    elif name == "width_one":
+        theta = [(A([0.8, -0.6], [-0.8, 0.65]), A(0.3, 0.4)), (A([0.6, 0.7]), A(0.5)), (A([1.3]), A(-0.2))]
+        eta = [theta[0], (theta[1][0], theta[1][1] + delta), (theta[2][0], theta[2][1] - theta[2][0][:, 0] * delta)]
+    elif name == "non_transparent":
+        theta = [(A([1.0, 0.1], [-1.0, 0.2]), A(-0.5, -0.4)),
+                 (A([2.0, -0.5], [3.0, -1.0]), A(-0.3, -0.6)),
+                 (A([1.0, -0.7]), A(0.05))]
+        (W1, b1), layer2, out = theta
+        eta = [(W1 + A([0.0, 0.0], [0.2, -0.1]), b1 + A(0.0, -delta)), layer2, out]
+    else:
+        ang = np.deg2rad([0.0, 120.0, 240.0])
+        W = np.stack([np.cos(ang), np.sin(ang)], 1)
+        b, a = A(0.2, -0.1, 0.3), np.ones((1, 3))
+        alpha = 0.1 if name == "leaky_sign_flip" else 0.0
+        theta = [(W, b), (a, A(0.4))]
+        eta = [(-W, -b), (a, A(0.4) + (1.0 + alpha) * a @ b)]
+    return theta, eta, alpha
