@@ -1,0 +1,660 @@
+"""Linear knowledge distillation (Chapter 4; Phuong 2021, Ch. 5 and App. D).
+
+A linear teacher ``w_teacher`` labels a transfer set with soft labels ``sigmoid(w_teacher . x)``;
+a linear (``depth=1``) or deep linear (``depth>=2``) student minimises the normalised cross-entropy
+(5.1) by gradient descent. The functions here compute what the student learns (Thms 5.1/5.2), its
+transfer risk (5.4) — exactly for rotation-invariant "angle tasks" — the risk bounds (Thm 5.3,
+Cors 5.1/5.2), hard-label learners for comparison, and the monotonicity index (5.34).
+
+Orientation: **rows are points**. ``X`` has shape ``(n, d)``; the thesis's data matrix is ``X.T``.
+Functions marked *batched* also accept a stack of transfer sets ``X`` of shape ``(T, n, d)`` with
+weights of shape ``(T, d)``. Everything is float64 numpy.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+from scipy import optimize, special
+
+from lib.scale import ChapterScales
+
+__all__ = [
+    "span_projection", "soft_labels", "hard_labels", "ce_loss", "ce_grad", "default_lr",
+    "gd_linear", "train_linear_student", "newton_in_span", "train_hard_label_student",
+    "hard_margin_svm", "balanced_rank1_init", "end_to_end", "balancedness_defect",
+    "predicted_orthogonal_residual", "d40_bound", "init_norm_threshold", "poly_angle_quantile",
+    "margin_angle_quantile", "reverse_cdf", "sample_angle_task", "unsigned_angle", "signed_angle",
+    "transfer_risk_exact", "transfer_risk_mc", "risk_bound_519", "cor51_bound", "cor52_bound",
+    "w_delta", "monotonicity_counts", "DistillConfig", "CONFIGS",
+]
+
+
+# ----------------------------------------------------------------------------- configuration
+@dataclass(frozen=True)
+class DistillConfig:
+    """Every hyper-parameter of Chapter 4 (thesis Ch. 5). Names: ``iso_*`` Thm 5.1 on isotropic data,
+    ``deep_*`` Thm 5.2, ``rn_*`` risk vs n (Thm 5.3), ``margin_*`` Cor. 5.1, ``path_*`` Lemma 5.1,
+    ``geo_*`` Fig. 5.3, ``bias_*`` Fig. 5.4, ``mono_*`` Fig. 5.5, ``dim_*`` beyond the document."""
+
+    iso_d: int = 1000                 # Thm 5.1, n < d: isotropic Gaussian data
+    iso_n: int = 20
+    iso_steps: int = 500              # GD steps at lr = 4n / lambda_max
+    big_d: int = 50                   # Thm 5.1, n >= d
+    big_n: int = 100
+    big_steps: int = 2000
+    deep_d: int = 100                 # Thm 5.2
+    deep_n: int = 20
+    deep_width: int = 10
+    deep_depths: tuple = (2, 3)
+    deep_r0: tuple = (1e-1, 1e-2, 1e-3)
+    deep_steps: int = 5000
+    deep_lr_factor: float = 0.5
+    rn_d: int = 100                   # risk vs n (Thm 5.3, Cor. 5.2)
+    rn_kappas: tuple = (0.5, 1.0, 2.0)
+    rn_ns: tuple = (1, 2, 5, 10, 20, 50, 99, 100, 150)
+    rn_sets: int = 100                # transfer sets per (kappa, n) for distillation
+    hard_sets: int = 30               # transfer sets per (kappa, n) for the hard-label learners
+    hard_steps: int = 300             # budget of hard-label GD
+    low_d: int = 5                    # low-dimensional panel
+    margin_betas_deg: tuple = (40, 60, 80)   # Cor. 5.1
+    margin_ns: tuple = (1, 2, 3, 5, 8)
+    margin_sets: int = 300
+    path_d: int = 50                  # Lemma 5.1 along random sequences
+    path_seqs: int = 30
+    geo_d: int = 1000                 # Fig. 5.3
+    geo_n: int = 20
+    geo_kappas: tuple = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0)
+    geo_sets: int = 100
+    mc_sets: int = 5                  # Monte-Carlo cross-check of the exact risk
+    mc_test: int = 10000
+    bias_source: str = "digits"       # Fig. 5.4: "digits" (offline) or "mnist" (paper, online)
+    bias_n: int = 10
+    bias_deltas: tuple = tuple(range(0, 100, 10))
+    bias_draws: int = 50
+    mono_d: int = 100                 # Fig. 5.5
+    mono_n: int = 5
+    mono_kappa: float = 1.0
+    mono_sets: int = 300
+    mono_deltas: tuple = (1 / 16, 1 / 8, 1 / 4, 1 / 2, 1.0)
+    mono_hard_steps: int = 500
+    tie_tol: float = 1e-7
+    dim_ds: tuple = (6, 10, 30, 100, 300, 1000)   # beyond: risk vs dimension (d > dim_n)
+    dim_n: int = 5
+    dim_kappa: float = 1.0
+    dim_sets: int = 200
+
+
+CONFIGS = ChapterScales(
+    "distillation",
+    quick=DistillConfig(),
+    full=DistillConfig(deep_steps=8000, rn_sets=1000, hard_sets=300, hard_steps=1000, margin_sets=1000, path_seqs=200,
+                       geo_sets=1000, geo_kappas=(0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0),
+                       mc_sets=20, mc_test=100000, bias_draws=200, mono_sets=1000,
+                       mono_hard_steps=1000, dim_sets=1000),
+    paper=DistillConfig(deep_steps=8000, rn_sets=1000, hard_sets=1000, hard_steps=1000, margin_sets=1000,
+                        path_seqs=200, geo_sets=1000, mc_sets=20, mc_test=100000,
+                        bias_source="mnist", bias_n=100, bias_draws=100, mono_sets=1000,
+                        mono_hard_steps=1000, dim_sets=1000),
+)
+
+
+# ----------------------------------------------------------------------------- input checks
+def _array(a, name: str, ndims: tuple[int, ...]) -> np.ndarray:
+    """``a`` as a finite, non-empty float64 array with one of the allowed numbers of dimensions."""
+    arr = np.asarray(a)
+    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
+        raise ValueError(f"{name} must be a numeric array, got dtype {arr.dtype}")
+    if np.iscomplexobj(arr):
+        raise ValueError(f"{name} must be real, got dtype {arr.dtype}")
+    arr = arr.astype(np.float64)
+    if arr.ndim not in ndims:
+        raise ValueError(f"{name} must have {' or '.join(map(str, ndims))} dimensions, got shape {arr.shape}")
+    if arr.size == 0:
+        raise ValueError(f"{name} is empty (shape {arr.shape})")
+    if not np.all(np.isfinite(arr)):
+        raise ValueError(f"{name} contains NaN or inf")
+    return arr
+
+
+def _data_and_weight(X, w, wname: str = "w"):
+    """Check a (possibly batched) data matrix and a matching weight vector; returns float64 copies."""
+    X = _array(X, "X", (2, 3))
+    w = _array(w, wname, (1, 2))
+    d = X.shape[-1]
+    if w.shape[-1] != d:
+        raise ValueError(f"{wname} has {w.shape[-1]} entries but the points of X have d={d} "
+                         "(X must be (n, d): rows are points)")
+    if w.ndim == 2 and (X.ndim != 3 or w.shape[0] != X.shape[0]):
+        raise ValueError(f"a batch of weights {w.shape} needs X of shape (T, n, d) with the same T, got {X.shape}")
+    return X, w
+
+
+def _labels(y, X) -> np.ndarray:
+    y = _array(y, "y", (1, 2))
+    if y.shape != X.shape[:-1]:
+        raise ValueError(f"y must have shape {X.shape[:-1]} (one label per row of X), got {y.shape}")
+    if np.any(y < 0) or np.any(y > 1):
+        raise ValueError("labels y must lie in [0, 1]")
+    return y
+
+
+def _positive(value, name: str, integer: bool = False):
+    if integer:
+        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
+            raise ValueError(f"{name} must be a positive integer, got {value!r}")
+        return int(value)
+    value = float(value)
+    if not np.isfinite(value) or value <= 0:
+        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+    return value
+
+
+def _matvec(X, w):
+    """Logits ``X w`` for one set or a batch of sets."""
+    if X.ndim == 2:
+        return X @ w
+    return (X @ w[..., None])[..., 0] if w.ndim == 2 else X @ w
+
+
+# ----------------------------------------------------------------------------- what the student learns
+def _span_basis(X) -> np.ndarray:
+    """Orthonormal rows spanning the row span of ``X`` (SVD with a rank tolerance)."""
+    _, s, vt = np.linalg.svd(X, full_matrices=False)
+    if s[0] == 0:
+        raise ValueError("X is all zeros: its span is {0}")
+    return vt[s > s[0] * max(X.shape) * np.finfo(float).eps]
+
+
+def span_projection(X, w) -> np.ndarray:
+    """Orthogonal projection of ``w`` onto the row span of ``X`` (the GD limit (5.6), Thm 5.1). *Batched*;
+    with one ``X`` of shape ``(n, d)``, ``w`` may also be a stack ``(k, d)`` of vectors to project.
+
+    Uses an SVD with a rank tolerance, so it is exact also for rank-deficient data (digits) and
+    returns ``w`` itself when the rows span R^d (the case n >= d of (5.6)).
+    """
+    X = _array(X, "X", (2, 3))
+    if X.ndim == 2:  # one data set; w may be one vector (d,) or a stack of vectors (k, d)
+        w = _array(w, "w", (1, 2))
+        if w.shape[-1] != X.shape[1]:
+            raise ValueError(f"w has {w.shape[-1]} entries but the points of X have d={X.shape[1]} "
+                             "(X must be (n, d): rows are points)")
+        basis = _span_basis(X)
+        return w.copy() if basis.shape[0] == X.shape[1] else (w @ basis.T) @ basis
+    X, w = _data_and_weight(X, w)
+    w = np.broadcast_to(w, X.shape[:1] + w.shape[-1:])
+    tol = max(X.shape[1:]) * np.finfo(float).eps
+    if X.shape[1] >= X.shape[2]:                             # n >= d: w itself if every set has rank d
+        s = np.linalg.svd(X, compute_uv=False)
+        if np.all(s[:, -1] > s[:, 0] * tol):
+            return w.copy()
+    else:                                                    # n < d: stacked QR, if clearly full rank
+        Q, R = np.linalg.qr(np.swapaxes(X, 1, 2))
+        r = np.abs(np.diagonal(R, axis1=1, axis2=2))
+        if np.all(r.min(1) > r.max(1) * 1e3 * tol):
+            return (Q @ (np.swapaxes(Q, 1, 2) @ w[..., None]))[..., 0]
+    _, s, vt = np.linalg.svd(X, full_matrices=False)        # general case: stacked SVD with a rank cut
+    keep = s > s[:, :1] * tol
+    coef = np.where(keep, (vt @ w[..., None])[..., 0], 0.0)
+    proj = (coef[:, None, :] @ vt)[:, 0, :]
+    full_rank = keep.sum(1) == X.shape[2]
+    return np.where(full_rank[:, None], w, proj)             # rank d: w itself, exactly (5.6)
+
+
+def soft_labels(X, w_teacher, temperature: float = 1.0) -> np.ndarray:
+    """Soft labels ``sigmoid(w_teacher . x / T)`` of the rows of ``X`` (Sec. 5.2). *Batched.*"""
+    X, w_teacher = _data_and_weight(X, w_teacher, "w_teacher")
+    return special.expit(_matvec(X, w_teacher) / _positive(temperature, "temperature"))
+
+
+def hard_labels(X, w_teacher) -> np.ndarray:
+    """Hard labels ``1{w_teacher . x >= 0}`` (the teacher h*, Sec. 5.2). *Batched.*"""
+    X, w_teacher = _data_and_weight(X, w_teacher, "w_teacher")
+    return (_matvec(X, w_teacher) >= 0).astype(np.float64)
+
+
+def ce_loss(w, X, y) -> np.ndarray | float:
+    """Normalised cross-entropy l^1(w) of (5.1): mean CE minus its minimum (mean binary entropy of y). *Batched.*"""
+    X, w = _data_and_weight(X, w)
+    y = _labels(y, X)
+    z = _matvec(X, w)
+    loss = np.mean(np.logaddexp(0.0, z) - y * z - special.entr(y) - special.entr(1 - y), axis=-1)
+    return float(loss) if loss.ndim == 0 else loss
+
+
+def ce_grad(w, X, y) -> np.ndarray:
+    """Gradient (D.4) of l^1: ``X^T (sigmoid(Xw) - y) / n`` — it lies in the row span of X. *Batched.*"""
+    X, w = _data_and_weight(X, w)
+    return _grad(w, X, _labels(y, X))
+
+
+def _grad(w, X, y):
+    """:func:`ce_grad` without input checks, for the inner loops of gradient descent."""
+    r = special.expit(_matvec(X, w)) - y
+    return (r[..., None, :] @ X)[..., 0, :] / X.shape[-2]
+
+
+def default_lr(X, depth: int = 1, target_norm: float | None = None, factor: float = 1.0):
+    """A stable GD step ``factor * 4n / lambda_max(X^T X)`` (l^1 is lambda_max/(4n)-smooth). *Batched.*
+
+    For ``depth >= 2`` it is further divided by ``depth * target_norm**(2(depth-1)/depth)``, the
+    preconditioner of the induced end-to-end flow (D.22) at the target (Sec. 5.3.1, Thm 5.2).
+    """
+    X = _array(X, "X", (2, 3))
+    depth = _positive(depth, "depth", integer=True)
+    lam = np.linalg.norm(X, ord=2, axis=(-2, -1)) ** 2
+    if np.any(lam == 0):
+        raise ValueError("X is all zeros: no step size makes sense")
+    lr = _positive(factor, "factor") * 4 * X.shape[-2] / lam
+    if depth > 1:
+        if target_norm is None:
+            raise ValueError("depth >= 2 needs target_norm (the norm of the expected limit)")
+        lr = lr / (depth * _positive(target_norm, "target_norm") ** (2 * (depth - 1) / depth))
+    return float(lr) if np.ndim(lr) == 0 else lr
+
+
+def gd_linear(X, y, steps: int, lr, w0=None, record: bool = False):
+    """Plain gradient descent on l^1 for a directly parameterised student (L = 1). *Batched.*
+
+    Returns ``w`` (and the array of all iterates, shape ``(steps + 1, ..., d)``, if ``record``).
+    Soft labels give distillation (Thm 5.1); 0/1 labels give the hard-label learner.
+    """
+    X = _array(X, "X", (2, 3))
+    y = _labels(y, X)
+    steps = _positive(steps, "steps", integer=True)
+    lr = np.asarray(lr, dtype=np.float64)
+    if lr.ndim > 1 or (lr.ndim == 1 and (X.ndim != 3 or lr.shape[0] != X.shape[0])):
+        raise ValueError(f"lr must be a scalar or one step per transfer set, got shape {lr.shape}")
+    if not np.all(np.isfinite(lr)) or np.any(lr <= 0):
+        raise ValueError("lr must be positive and finite")
+    w = np.zeros(X.shape[:-2] + X.shape[-1:]) if w0 is None else _data_and_weight(X, w0, "w0")[1].copy()
+    if w.shape != X.shape[:-2] + X.shape[-1:]:
+        w = np.broadcast_to(w, X.shape[:-2] + X.shape[-1:]).copy()
+    step = lr[..., None] if lr.ndim == 1 else lr
+    path = [w.copy()] if record else None
+    with np.errstate(over="ignore", invalid="ignore"):
+        for _ in range(steps):
+            w -= step * _grad(w, X, y)
+            if record:
+                path.append(w.copy())
+    if not np.all(np.isfinite(w)):
+        raise FloatingPointError("gradient descent diverged: lower lr (see default_lr)")
+    return (w, np.stack(path)) if record else w
+
+
+# ----------------------------------------------------------------------------- deep linear students
+def balanced_rank1_init(w0, depth: int, width: int) -> list[np.ndarray]:
+    """Balanced (5.13) rank-one factors ``W_l = c u_l u_{l-1}^T`` whose product is ``w0^T`` (Thm 5.2).
+
+    ``c = ||w0||^(1/L)``; hidden unit vectors are the first basis vectors. Shapes: ``W_1`` is
+    ``(width, d)``, middle ones ``(width, width)``, ``W_L`` is ``(1, width)``.
+    """
+    w0 = _array(w0, "w0", (1,))
+    depth = _positive(depth, "depth", integer=True)
+    width = _positive(width, "width", integer=True)
+    norm = np.linalg.norm(w0)
+    if norm == 0:
+        raise ValueError("w0 must be nonzero (zero is a stationary point of the deep linear flow)")
+    c = norm ** (1.0 / depth)
+    dims = [w0.size] + [width] * (depth - 1) + [1]
+    units = [w0 / norm] + [np.eye(h)[0] for h in dims[1:]]
+    return [c * np.outer(units[l + 1], units[l]) for l in range(depth)]
+
+
+def end_to_end(factors) -> np.ndarray:
+    """The end-to-end vector ``w`` with ``w^T = W_L ... W_1`` (5.2)."""
+    prod = factors[0]
+    for W in factors[1:]:
+        prod = W @ prod
+    return prod.ravel()
+
+
+def balancedness_defect(factors) -> float:
+    """``max_l ||W_{l+1}^T W_{l+1} - W_l W_l^T||_F`` (zero for balanced factors, (5.13))."""
+    if len(factors) < 2:
+        return 0.0
+    return float(max(np.linalg.norm(factors[l + 1].T @ factors[l + 1] - factors[l] @ factors[l].T)
+                     for l in range(len(factors) - 1)))
+
+
+def _deep_linear_gd(factors, X, y, steps, lr, record):
+    """GD on the factors of a deep linear student; dl/dW_l = A_l^T g^T B_l^T with A_l, B_l the
+    products above/below layer l and g the end-to-end gradient (D.4)."""
+    path = [end_to_end(factors)] if record else None
+    for _ in range(steps):
+        if not all(np.all(np.isfinite(W)) for W in factors):
+            raise FloatingPointError("gradient descent diverged: lower lr (see default_lr)")
+        below = [np.eye(X.shape[1])]
+        for W in factors[:-1]:
+            below.append(W @ below[-1])
+        above = [np.ones((1, 1))]
+        for W in reversed(factors[1:]):
+            above.append(above[-1] @ W)
+        above = above[::-1]
+        g = _grad((above[0] @ factors[0]).ravel(), X, y)
+        factors = [W - lr * above[l].T @ g[None, :] @ below[l].T for l, W in enumerate(factors)]
+        if record:
+            path.append(end_to_end(factors))
+    return factors, path
+
+
+def train_linear_student(X, w_teacher, steps: int, lr: float, depth: int = 1, init_scale: float = 0.0,
+                         seed: int = 0, width: int = 10, return_history: bool = False):
+    """End-to-end weight vector after ``steps`` of GD on the soft-label cross-entropy (5.1)-(5.3).
+
+    ``depth=1``: a linear student started at 0 (Thm 5.1) or, if ``init_scale > 0``, at a random
+    vector of that norm (the optimisation-bias experiment). ``depth>=2``: a deep linear network of
+    hidden ``width`` with a balanced rank-one start of norm ``init_scale`` (5.13), its sign chosen so
+    that (5.12) holds (Thm 5.2). With ``return_history`` also returns a dict with ``w0``, the iterates
+    ``path`` (shape ``(steps + 1, d)``) and, for deep students, the final ``balancedness_defect``.
+    """
+    X, w_teacher = _data_and_weight(X, w_teacher, "w_teacher")
+    if X.ndim != 2 or w_teacher.ndim != 1:
+        raise ValueError("train_linear_student takes one transfer set X of shape (n, d)")
+    steps = _positive(steps, "steps", integer=True)
+    lr = _positive(lr, "lr")
+    depth = _positive(depth, "depth", integer=True)
+    init_scale = float(init_scale)
+    if not np.isfinite(init_scale) or init_scale < 0:
+        raise ValueError(f"init_scale must be a finite number >= 0, got {init_scale!r}")
+    if depth > 1 and init_scale == 0:
+        raise ValueError("a deep linear student (depth >= 2) needs init_scale > 0: w = 0 is a saddle")
+    y = soft_labels(X, w_teacher)
+    direction = np.random.default_rng(seed).standard_normal(X.shape[1])
+    w0 = init_scale * direction / np.linalg.norm(direction)
+    history = {"w0": w0}
+    if depth == 1:
+        w, path = gd_linear(X, y, steps, lr, w0=w0, record=True)
+    else:
+        if ce_loss(w0, X, y) >= ce_loss(np.zeros_like(w0), X, y):
+            w0 = -w0  # condition (5.12): the start must beat the saddle at 0
+        history["w0"] = w0
+        with np.errstate(over="ignore", invalid="ignore"):
+            factors, path = _deep_linear_gd(balanced_rank1_init(w0, depth, width), X, y, steps, lr, True)
+        if not np.all(np.isfinite(end_to_end(factors))):
+            raise FloatingPointError("gradient descent diverged: lower lr (see default_lr)")
+        w, path = end_to_end(factors), np.stack(path)
+        history["balancedness_defect"] = balancedness_defect(factors)
+    history["path"] = path
+    return (w, history) if return_history else w
+
+
+def predicted_orthogonal_residual(q0: float, r0: float, w_hat_norm: float, depth: int) -> float:
+    """Limit of the squared out-of-span norm q predicted by the conservation law (D.32).
+
+    Solves ``q = q0 * ((||w_hat||^2 + q) / r0^2)^((L-1)/L)``, the fixed point reached once the
+    in-span part has converged to ``w_hat`` (App. D.3). Returns ``q0`` for ``depth=1``.
+    """
+    q0, r0 = float(q0), _positive(r0, "r0")
+    w_hat_norm = _positive(w_hat_norm, "w_hat_norm")
+    depth = _positive(depth, "depth", integer=True)
+    if not np.isfinite(q0) or q0 < 0 or q0 > r0 ** 2 * (1 + 1e-12):
+        raise ValueError(f"q0 must lie in [0, r0^2], got {q0!r}")
+    if depth == 1 or q0 == 0:
+        return q0
+    e = (depth - 1) / depth
+    f = lambda q: q - q0 * ((w_hat_norm ** 2 + q) / r0 ** 2) ** e
+    hi = max(q0, 1.0) * w_hat_norm ** 2
+    while f(hi) < 0:
+        hi *= 2.0
+        if hi > 1e300:
+            raise ValueError("no finite residual: r0 is too large compared with ||w_hat||")
+    return float(optimize.brentq(f, 0.0, hi, xtol=1e-300, rtol=1e-14))
+
+
+def d40_bound(r0: float, w_hat_norm: float, depth: int) -> float:
+    """Bound (D.40) on ``limsup ||w(t) - w_hat||^2``: ``r0^(2/L) ||w_hat||^2 / (||w_hat||^(2/L) - r0^(2/L))``."""
+    r0, w_hat_norm = _positive(r0, "r0"), _positive(w_hat_norm, "w_hat_norm")
+    depth = _positive(depth, "depth", integer=True)
+    if r0 >= w_hat_norm:
+        raise ValueError("(D.40) needs r0 = ||w(0)|| < ||w_hat|| (condition (5.11))")
+    a, b = r0 ** (2 / depth), w_hat_norm ** (2 / depth)
+    return a * w_hat_norm ** 2 / (b - a)
+
+
+def init_norm_threshold(eps: float, w_hat_norm: float, depth: int) -> float:
+    """Largest admissible ``||w(0)||`` in (5.11): ``min(||w_hat||, eps^L ||w_hat|| / (eps^2 + ||w_hat||^2)^(L/2))``."""
+    eps, w_hat_norm = _positive(eps, "eps"), _positive(w_hat_norm, "w_hat_norm")
+    depth = _positive(depth, "depth", integer=True)
+    return min(w_hat_norm, eps ** depth * w_hat_norm / (eps ** 2 + w_hat_norm ** 2) ** (depth / 2))
+
+
+# ----------------------------------------------------------------------------- learners
+def newton_in_span(X, y, iters: int = 30) -> np.ndarray:
+    """The limit of GD from 0 on l^1, by Newton's method in span coordinates ``w = Q c`` (Thm 5.1).
+
+    Useful where plain GD is slow (ill-conditioned angle tasks, Sec. 5.4.1). One set ``X (n, d)``.
+    """
+    X = _array(X, "X", (2,))
+    y = _labels(y, X)
+    iters = _positive(iters, "iters", integer=True)
+    basis = _span_basis(X)
+    Z = X @ basis.T  # coordinates of the points in the span
+    c = np.zeros(basis.shape[0])
+    for _ in range(iters):
+        p = special.expit(Z @ c)
+        hess = Z.T @ (Z * (p * (1 - p))[:, None])
+        step = np.linalg.lstsq(hess, Z.T @ (p - y), rcond=None)[0]
+        c -= step
+        if np.linalg.norm(step) <= 1e-15 * max(1.0, np.linalg.norm(c)):
+            break
+    return basis.T @ c
+
+
+def train_hard_label_student(X, w_teacher, steps: int, lr=None) -> np.ndarray:
+    """The hard-label learner of this book: GD from 0 on the cross-entropy with the teacher's 0/1
+    labels, same student and budget as distillation (Sec. 5.4; the thesis leaves it open). *Batched.*
+
+    ``lr`` defaults to :func:`default_lr`. Its direction tends to :func:`hard_margin_svm` as steps grow.
+    """
+    X, w_teacher = _data_and_weight(X, w_teacher, "w_teacher")
+    return gd_linear(X, hard_labels(X, w_teacher), steps, default_lr(X) if lr is None else lr)
+
+
+def hard_margin_svm(X, w_teacher) -> np.ndarray:
+    """Homogeneous hard-margin SVM on the teacher's hard labels: ``min ||w|| s.t. s_i w.x_i >= 1``.
+
+    Solves the bound-constrained dual exactly with NNLS (``min ||Z^T a - b||, a >= 0`` with
+    ``Z b = 1``, ``Z`` the rows ``s_i x_i``), which needs ``n <= d`` and linearly independent points
+    — the regime n < d of Thm 5.3. The limit direction of hard-label GD (Soudry et al. 2018). *Batched.*
+    """
+    X, w_teacher = _data_and_weight(X, w_teacher, "w_teacher")
+    if X.ndim == 3:
+        return np.stack([hard_margin_svm(Xt, w_teacher if w_teacher.ndim == 1 else w_teacher[t])
+                         for t, Xt in enumerate(X)])
+    n, d = X.shape
+    if n > d:
+        raise ValueError(f"hard_margin_svm needs n <= d (got n={n}, d={d}); use train_hard_label_student")
+    Z = X * np.where(X @ w_teacher >= 0, 1.0, -1.0)[:, None]
+    b, _, rank, _ = np.linalg.lstsq(Z, np.ones(n), rcond=None)
+    if rank < n:
+        raise ValueError("hard_margin_svm needs linearly independent points")
+    alpha, _ = optimize.nnls(Z.T, b, maxiter=50 * n)
+    return Z.T @ alpha
+
+
+def w_delta(X, w_hat, delta: float, g) -> np.ndarray:
+    """Learner ``w_hat + delta ||w_hat|| q / ||q||`` with ``q`` the part of ``g`` orthogonal to the data
+    span (Sec. 5.4.2): a zero-loss minimiser with less optimisation bias. *Batched.*"""
+    X, w_hat = _data_and_weight(X, w_hat, "w_hat")
+    _, g = _data_and_weight(X, g, "g")
+    delta = float(delta)
+    if not np.isfinite(delta):
+        raise ValueError("delta must be finite")
+    q = g - span_projection(X, g)
+    qn = np.linalg.norm(q, axis=-1, keepdims=True)
+    if np.any(qn <= 1e-12 * np.linalg.norm(g, axis=-1, keepdims=True)):
+        raise ValueError("g has no component orthogonal to the data span (n >= rank?)")
+    return w_hat + delta * np.linalg.norm(w_hat, axis=-1, keepdims=True) * q / qn
+
+
+# ----------------------------------------------------------------------------- angle tasks and risk
+def poly_angle_quantile(kappa: float) -> Callable[[np.ndarray], np.ndarray]:
+    """Quantile of the angle ``a`` with ``P[a >= theta] = (1 - 2 theta / pi)^kappa`` (Sec. 5.4.1)."""
+    kappa = _positive(kappa, "kappa")
+    return lambda u: np.pi / 2 * (1 - np.asarray(u, dtype=float) ** (1 / kappa))
+
+
+def margin_angle_quantile(beta0: float) -> Callable[[np.ndarray], np.ndarray]:
+    """Quantile of ``a ~ U[0, beta0]``: a task with angular margin ``pi/2 - beta0`` (Cor. 5.1)."""
+    beta0 = _positive(beta0, "beta0")
+    if beta0 > np.pi / 2:
+        raise ValueError(f"beta0 must lie in (0, pi/2], got {beta0}")
+    return lambda u: beta0 * np.asarray(u, dtype=float)
+
+
+def reverse_cdf(theta, kappa: float | None = None, beta0: float | None = None) -> np.ndarray:
+    """``p(theta) = P[angle(w_*, x) >= theta]`` (5.17) of the polynomial (kappa) or margin (beta0) task."""
+    if (kappa is None) == (beta0 is None):
+        raise ValueError("give exactly one of kappa and beta0")
+    theta = _array(theta, "theta", (0, 1))
+    if np.any(theta < 0) or np.any(theta > np.pi / 2 + 1e-12):
+        raise ValueError("theta must lie in [0, pi/2]")
+    if kappa is not None:
+        return np.clip(1 - 2 * theta / np.pi, 0, 1) ** _positive(kappa, "kappa")
+    beta0 = _positive(beta0, "beta0")
+    return np.clip(1 - theta / beta0, 0, 1)
+
+
+def sample_angle_task(n: int, d: int, quantile, rng, w_teacher, size: int | None = None) -> np.ndarray:
+    """Points ``x = nu (cos a w_hat_* + sin a u)`` of a rotation-invariant angle task (Sec. 5.4.1).
+
+    ``a = quantile(U)``, ``u`` uniform on the unit sphere of the complement of ``w_teacher``,
+    ``nu ~ N(0, 1)``. Returns ``(n, d)`` or, with ``size=T``, ``(T, n, d)``.
+    """
+    n, d = _positive(n, "n", integer=True), _positive(d, "d", integer=True)
+    if d < 2:
+        raise ValueError("angle tasks need d >= 2")
+    w_teacher = _array(w_teacher, "w_teacher", (1,))
+    if w_teacher.size != d or not np.any(w_teacher):
+        raise ValueError(f"w_teacher must be a nonzero vector of length d={d}")
+    shape = (n,) if size is None else (_positive(size, "size", integer=True), n)
+    e = w_teacher / np.linalg.norm(w_teacher)
+    a = quantile(rng.random(shape))
+    u = rng.standard_normal(shape + (d,))
+    u -= (u @ e)[..., None] * e
+    u /= np.linalg.norm(u, axis=-1, keepdims=True)
+    nu = rng.standard_normal(shape)
+    return nu[..., None] * (np.cos(a)[..., None] * e + np.sin(a)[..., None] * u)
+
+
+def _cos_sin(u, v):
+    """Cosine and sine of the angle between (stacks of) vectors; the sine from the orthogonal part,
+    so that small angles are accurate (arccos of a cosine is not, near 0)."""
+    u = _array(u, "u", (1, 2))
+    v = _array(v, "v", (1, 2))
+    if u.shape[-1] != v.shape[-1]:
+        raise ValueError(f"vectors of different lengths: {u.shape} and {v.shape}")
+    nu, nv = np.linalg.norm(u, axis=-1), np.linalg.norm(v, axis=-1)
+    if np.any(nu == 0) or np.any(nv == 0):
+        raise ValueError("angles are undefined for zero vectors")
+    uh, vh = u / nu[..., None], v / nv[..., None]
+    cos = np.sum(uh * vh, axis=-1)
+    sin = np.linalg.norm(vh - cos[..., None] * uh, axis=-1)
+    return cos, sin
+
+
+def signed_angle(u, v) -> np.ndarray:
+    """``alpha(u, v) in [0, pi]`` (5.28). Accepts stacks of vectors (last axis)."""
+    cos, sin = _cos_sin(u, v)
+    return np.arctan2(sin, cos)
+
+
+def unsigned_angle(u, v) -> np.ndarray:
+    """``alpha_bar(u, v) in [0, pi/2]`` (5.16), the angle ignoring sign. Accepts stacks of vectors."""
+    cos, sin = _cos_sin(u, v)
+    return np.arctan2(sin, np.abs(cos))
+
+
+def transfer_risk_exact(w, w_teacher, d: int, quantile, ngrid: int = 4000) -> np.ndarray:
+    """Exact transfer risk (5.4) of ``1{w.x >= 0}`` on a rotation-invariant angle task.
+
+    With ``phi`` the signed angle between ``w`` and ``w_teacher`` and test points at angle ``a``:
+    ``R = E_a[ I_{(1 - cot a cot phi)/2}((d-2)/2, (d-2)/2) ]`` for ``phi <= pi/2`` (the student's
+    error direction is a uniform coordinate of the (d-2)-sphere), ``1 - R(pi - phi)`` beyond, and
+    ``p(pi/2 - phi) / 2`` for ``d = 2``. Midpoint quadrature over ``ngrid`` quantile levels.
+    Accepts a stack of students ``w`` of shape ``(T, d)``.
+    """
+    d = _positive(d, "d", integer=True)
+    ngrid = _positive(ngrid, "ngrid", integer=True)
+    if d < 2:
+        raise ValueError("angle tasks need d >= 2")
+    phi = np.atleast_1d(signed_angle(w, w_teacher))
+    if np.shape(w)[-1] != d:
+        raise ValueError(f"w has {np.shape(w)[-1]} entries but d={d}")
+    flip = phi > np.pi / 2
+    phi_acute = np.where(flip, np.pi - phi, phi)
+    a = quantile((np.arange(ngrid) + 0.5) / ngrid)
+    if d == 2:
+        risk = np.mean(a[None, :] > np.pi / 2 - phi_acute[:, None], axis=1) / 2
+    else:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            c = np.cos(a)[None, :] * np.cos(phi_acute)[:, None]
+            s = np.sin(a)[None, :] * np.sin(phi_acute)[:, None]
+            t = np.where(s > 0, -c / np.where(s > 0, s, 1.0), -np.inf)  # error iff coordinate < t
+        x = np.clip((1 + t) / 2, 0, 1)
+        cdf = (x >= 1).astype(float)
+        inside = (x > 0) & (x < 1)                           # betainc only where it is not 0 or 1
+        cdf[inside] = special.betainc((d - 2) / 2, (d - 2) / 2, x[inside])
+        risk = cdf.mean(axis=1)
+    risk = np.where(flip, 1 - risk, risk)
+    return float(risk[0]) if np.ndim(w) == 1 else risk
+
+
+def transfer_risk_mc(w, w_teacher, X_test) -> np.ndarray:
+    """Monte-Carlo transfer risk: fraction of test rows where ``1{w.x>=0}`` and the teacher disagree.
+    Accepts a stack of students ``w`` of shape ``(T, d)``."""
+    X_test = _array(X_test, "X_test", (2,))
+    w = _array(w, "w", (1, 2))
+    w_teacher = _array(w_teacher, "w_teacher", (1,))
+    if w.shape[-1] != X_test.shape[1] or w_teacher.size != X_test.shape[1]:
+        raise ValueError("w, w_teacher and the rows of X_test must have the same length")
+    teacher = X_test @ w_teacher >= 0
+    risk = np.mean((X_test @ w.T >= 0) != teacher[:, None], axis=0) if w.ndim == 2 else \
+        np.mean((X_test @ w >= 0) != teacher)
+    return float(risk) if w.ndim == 1 else risk
+
+
+# ----------------------------------------------------------------------------- bounds
+def risk_bound_519(p_fn, n: int, nbeta: int = 2001, tight: bool = False) -> float:
+    """Thm 5.3 bound ``min_beta p(beta) + p(pi/2 - beta)^n`` (5.19) on a beta grid; ``tight=True``
+    uses the proof's sharper ``p(beta) + (1 - p(beta)) p(pi/2 - beta)^n`` (App. D.4)."""
+    n = _positive(n, "n", integer=True)
+    nbeta = _positive(nbeta, "nbeta", integer=True)
+    beta = np.linspace(0, np.pi / 2, nbeta)
+    pb, pc = np.asarray(p_fn(beta), float), np.asarray(p_fn(np.pi / 2 - beta), float)
+    if pb.shape != beta.shape or not np.all(np.isfinite(pb)):
+        raise ValueError("p_fn must map an array of angles to finite values of the same shape")
+    return float(np.min(pb + (1 - pb if tight else 1.0) * pc ** n))
+
+
+def cor51_bound(gamma: float, n: int) -> float:
+    """Cor. 5.1 (large margin): ``gamma^n`` with ``gamma = p(pi/2 - beta)`` where ``p(beta) = 0``."""
+    gamma = float(gamma)
+    if not 0 <= gamma <= 1:
+        raise ValueError(f"gamma must lie in [0, 1], got {gamma!r}")
+    return gamma ** _positive(n, "n", integer=True)
+
+
+def cor52_bound(kappa: float, n: int) -> float:
+    """Cor. 5.2 (polynomial p): ``(1 + (log n)^kappa) / n^kappa`` (5.21)."""
+    kappa = _positive(kappa, "kappa")
+    n = _positive(n, "n", integer=True)
+    return (1 + np.log(n) ** kappa) / n ** kappa
+
+
+# ----------------------------------------------------------------------------- monotonicity (5.34)
+def monotonicity_counts(angle_before, angle_after, tie_tol: float = 1e-7) -> dict:
+    """Fractions of added points that decrease / leave (within ``tie_tol``) / increase the angle to the
+    teacher; ``p_dec`` is the monotonicity index m of (5.34) with ties counted as no decrease."""
+    before = _array(angle_before, "angle_before", (1,))
+    after = _array(angle_after, "angle_after", (1,))
+    if before.shape != after.shape:
+        raise ValueError(f"angle arrays differ in shape: {before.shape} vs {after.shape}")
+    if not np.isfinite(tie_tol) or tie_tol < 0:
+        raise ValueError("tie_tol must be a finite number >= 0")
+    diff = after - before
+    return {"p_dec": float(np.mean(diff < -tie_tol)), "p_tie": float(np.mean(np.abs(diff) <= tie_tol)),
+            "p_inc": float(np.mean(diff > tie_tol))}
