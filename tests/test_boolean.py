@@ -1,0 +1,267 @@
+"""Unit tests of lib.boolean (Chapter 6: Boolean functions, swaps and small ReLU networks)."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from lib import boolean as B
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    torch.set_num_threads(1)
+
+
+# ---- tables, ids, corners -------------------------------------------------------------------
+
+def test_cube_and_ids_roundtrip():
+    assert B.cube(2, pm=False).tolist() == [[0, 0], [0, 1], [1, 0], [1, 1]]
+    assert B.cube(2).tolist() == [[-1, -1], [-1, 1], [1, -1], [1, 1]]
+    table = B.truth_table(27030, 4)[0]
+    assert "".join(map(str, table)) == "0110100110010110"  # Table 3.3: parity
+    assert B.table_to_id(table) == 27030
+    assert np.array_equal(table, B.parity_table(4))
+    ids = np.array([0, 1, 1785, 7140, 65535])
+    assert [B.table_to_id(t) for t in B.truth_table(ids, 4)] == ids.tolist()
+
+
+@pytest.mark.parametrize("bad, match", [
+    ([0, 1, 0], "power of two"),
+    ([1], "power of two"),
+    ([], "empty"),
+    ([0, 2], "0 or 1"),
+    ([0.0, float("nan")], "NaN"),
+    (["a", "b"], "numbers"),
+    ([[[0, 1]]], "1-D"),
+    ([0] * 64, "at most n = 5"),
+])
+def test_swaps_rejects_bad_tables(bad, match):
+    with pytest.raises(ValueError, match=match):
+        B.swaps(bad)
+
+
+def test_other_functions_reject_bad_input():
+    with pytest.raises(ValueError):
+        B.npn_class_id([0, 1, 1])
+    with pytest.raises(ValueError):
+        B.swaps_network([0, 3, 1, 0])
+    with pytest.raises(ValueError):
+        B.truth_table(16, 2)  # ids of 2-input functions are < 16
+    with pytest.raises(ValueError):
+        B.cube(0)
+    with pytest.raises(ValueError):
+        B.swaps([[0, 1], [1, 0]])  # a batch: use swaps_many
+    with pytest.raises(ValueError):
+        B.changes_along([0, 1, 1, 0], [1.0, np.nan])
+    with pytest.raises(ValueError):
+        B.swaps_network([0, 1, 1, 0], alpha=1.0)
+    with pytest.raises(ValueError):
+        B.parity_network(5, 2, 2)  # 5 > 2**2
+    with pytest.raises(ValueError):
+        B.sawtooth_network(0, 1)
+    with pytest.raises(ValueError):
+        B.train_boolean_nets([0, 1, 1, 0], 2, 1, 0.1, trials=0, epochs=1)
+    with pytest.raises(ValueError):
+        B.xor1d_local_optima(0)
+    with pytest.raises(ValueError):
+        B.relu_sign_pattern(np.zeros((3, 2)), np.zeros((3, 2)))
+    with pytest.raises(ValueError):
+        B.network_output([(np.ones((1, 2)), np.zeros(1))], np.ones((3, 3)))
+
+
+# ---- NPN classes and the swaps value -----------------------------------------------------------
+
+def test_npn_class_counts_and_thesis_ids():
+    assert [len(B.npn_classes(n)) for n in (1, 2, 3, 4)] == [2, 4, 14, 222]  # OEIS A000370
+    table_ids = [7140, 1716, 5804, 6042, 1641, 5805, 406, 5737, 278, 27030, 2022, 1713, 5786, 1717,
+                 5774, 7905, 6038, 7128, 1785]
+    for i in table_ids:  # every id printed in Table 3.3 / Fig. 3.2 is the minimum of its class
+        assert B.npn_class_id(B.truth_table(i, 4)[0]) == i
+    assert B.npn_class_id(B.truth_table(0b1001, 2)[0]) == 0b0110  # XNOR ~ XOR
+    five = B.parity_table(5)
+    assert B.npn_class_id(five) == B.npn_class_id(1 - five)
+
+
+def test_order_type_counts():
+    assert [len(B.order_types(n)[1]) for n in (1, 2, 3, 4)] == [1, 1, 2, 14]  # OEIS A009997
+
+
+def test_swaps_all_histograms_and_table_3_1():
+    hist = {n: np.bincount(B.swaps_all(n)).tolist() for n in (1, 2, 3, 4)}
+    assert hist[1] == [2, 2] and hist[2] == [2, 12, 2] and hist[3] == [2, 102, 126, 26]
+    assert hist[4] == [2, 1880, 14244, 30216, 19002, 192]
+    assert [len(h) - 1 for h in hist.values()] == [1, 2, 3, 5]  # Table 3.1
+    s4, ids = B.swaps_all(4), B.npn_class_ids_all(4)
+    assert sorted(set(ids[s4 == 5].tolist())) == [1785, 7140]
+    assert (s4 <= 1).sum() == 1882  # threshold functions, OEIS A000609
+    # constant on NPN classes (Theorem 3.3.1)
+    order = np.argsort(ids, kind="stable")
+    starts = np.flatnonzero(np.r_[True, np.diff(ids[order]) > 0])
+    assert np.array_equal(np.minimum.reduceat(s4[order], starts), np.maximum.reduceat(s4[order], starts))
+
+
+def test_swaps_single_and_batch_agree_with_all():
+    rng = np.random.default_rng(0)
+    ids = rng.integers(0, 2 ** 16, 40)
+    assert np.array_equal(B.swaps_many(B.truth_table(ids, 4)), B.swaps_all(4)[ids])
+    assert B.swaps(B.truth_table(27030, 4)[0]) == 4
+    for n in (1, 2, 3, 4, 5):
+        assert B.swaps(B.parity_table(n)) == n
+
+
+def test_branch_and_bound_matches_matrix_product():
+    for n in (2, 3):
+        ids = np.arange(2 ** (2 ** n))
+        tables = B.truth_table(ids, n)
+        assert [B.swaps_branch_and_bound(t) for t in tables] == B.swaps_all(n).tolist()
+    rng = np.random.default_rng(1)
+    tables5 = rng.integers(0, 2, (12, 32)).astype(np.uint8)
+    assert [B.swaps(t) for t in tables5] == B.swaps_many(tables5).tolist()
+    with pytest.raises(ValueError):
+        B.swaps_branch_and_bound([0, 1])
+
+
+def test_climb_max_swaps_small():
+    table, value, finals = B.climb_max_swaps(3, restarts=3, seed=0, progress=False)
+    assert value == B.swaps(table) == 3 and finals.max() == 3  # the n = 3 maximum is easy to reach
+    with pytest.raises(ValueError):
+        B.climb_max_swaps(3, restarts=0)
+
+
+def test_best_projection_realises_swaps():
+    for i in [1, 278, 1785, 7140, 27030, 854]:
+        table = B.truth_table(i, 4)[0]
+        w = B.best_projection(table)
+        assert B.changes_along(table, w) == B.swaps(table)
+    assert B.changes_along([0, 1, 1, 0], [1.0, 1.0]) == 2.0
+    assert B.changes_along([0, 1, 0, 0], [1.0, 1.0]) == math.inf  # corners 01 and 10 tie across classes
+
+
+def test_thesis_case_list_misses_chambers():
+    assert len(B.thesis_case_weights(4)) == 2 * 2 * 4 * 6  # 2i - 2 cases for w_i
+    for i, exact in [(414, 3), (1782, 4)]:
+        table = B.truth_table(i, 4)[0]
+        assert B.swaps(table) == exact
+        assert B.thesis_swaps(table) == exact + 1
+    assert B.thesis_swaps(B.truth_table(1785, 4)[0]) == 5
+
+
+def test_fourier_quantities():
+    par = B.parity_table(4)
+    assert np.isclose((B.fourier(par) ** 2).sum(), 1.0)  # Parseval with the 2^-n normalisation
+    assert B.degree(par)[0] == 4 and np.isclose(B.influence(par)[0], 4.0)
+    assert np.isclose(B.fourier_entropy(par)[0], 0.0)
+    assert np.isclose(B.fourier_entropy(B.truth_table(854, 4))[0], 4.0)  # bent
+    assert np.allclose(B.influence(B.truth_table([1785, 7140], 4)), 2.5)
+
+
+# ---- constructions ---------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("alpha", [0.0, 0.1])
+def test_swaps_network_classifies_every_class(alpha):
+    X = B.cube(4)
+    for table in B.truth_table(B.npn_classes(4), 4):
+        net = B.swaps_network(table, alpha)
+        assert net[0][0].shape[0] == B.swaps(table)
+        out = B.network_output(net, X, alpha)
+        assert np.min(np.where(table == 1, out, -out)) > 1e-6
+
+
+def test_swaps_network_n5_parity():
+    table = B.parity_table(5)
+    net = B.swaps_network(table, 0.1)
+    out = B.network_output(net, B.cube(5), 0.1)
+    assert net[0][0].shape == (5, 5) and np.min(np.where(table == 1, out, -out)) > 1e-6
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.1])
+def test_sawtooth_and_parity_networks(alpha):
+    net = B.sawtooth_network(3, 2, alpha)
+    x = np.arange(10)[:, None] / 9  # the tips j/9 of the 3**2 = 9 teeth
+    assert np.allclose(B.network_output(net, x, alpha), np.where(np.arange(10) % 2, 0.5, -0.5))
+    for depth in (1, 2, 3):
+        for n in range(1, 2 ** depth + 1):
+            out = B.network_output(B.parity_network(n, 2, depth, alpha), B.cube(n), alpha)
+            assert np.min(np.where(B.parity_table(n) == 1, out, -out)) > 1e-6
+
+
+# ---- training ---------------------------------------------------------------------------------------
+
+def test_stacked_mlp_gradient_matches_autograd():
+    model = B.StackedMLP([4, 3, 2, 1], 5, 0.1, seed=0)
+    X = torch.tensor(B.cube(4), dtype=torch.float32)
+    Y = (torch.rand(16, 5, generator=torch.Generator().manual_seed(1)) > 0.5).float()
+    out, zs = model.forward(X, keep=True)
+    model.backward(X, zs, (torch.sigmoid(out) - Y) / 16)
+    theta = model.theta.clone().requires_grad_()
+    model.params = [v.view(p.shape) for v, p in zip(theta.split([p.numel() for p in model.params]), model.params)]
+    loss = torch.nn.functional.binary_cross_entropy_with_logits(model.forward(X), Y, reduction="none")
+    loss.mean(0).sum().backward()
+    assert torch.allclose(theta.grad, model.grad, atol=1e-6)
+
+
+def test_train_boolean_nets_learns_and_matches_adam():
+    tables = B.truth_table([1, 27030], 4)
+    ok = B.train_boolean_nets(tables, 4, 1, 0.1, trials=4, epochs=300, seed=0, progress=False)
+    assert ok.shape == (2, 4) and ok[0].all()  # AND-like class 1 is linearly separable
+    theta, grad = torch.randn(10), torch.randn(10)
+    ref = theta.clone().requires_grad_()
+    opt = torch.optim.Adam([ref], lr=0.025)
+    state = B._adam_state(theta)
+    for _ in range(3):
+        ref.grad = grad.clone()
+        opt.step()
+        B._adam_step(theta, grad, state, 0.025)
+    assert torch.allclose(theta, ref.detach(), atol=1e-6)
+
+
+def test_dropping_solved_nets_keeps_results():
+    tables = B.truth_table(B.npn_classes(4)[:12], 4)
+    kept = B.train_boolean_nets(tables, 3, 1, 0.1, trials=3, epochs=150, seed=1, progress=False,
+                                compact_every=10 ** 6)
+    dropped = B.train_boolean_nets(tables, 3, 1, 0.1, trials=3, epochs=150, seed=1, progress=False,
+                                   compact_every=7)
+    assert np.array_equal(kept, dropped)
+    with pytest.raises(ValueError):
+        B.train_boolean_nets(tables, 3, 1, 0.1, trials=3, epochs=1, compact_every=0)
+
+
+def test_paper_scale_one_step():
+    """One epoch of the paper's largest §3.4.2 shape (width 10, depth 5) on all 222 classes."""
+    tables = B.truth_table(B.npn_classes(4), 4)
+    ok = B.train_boolean_nets(tables, 10, 5, 0.1, trials=10, epochs=1, seed=0, progress=False)
+    assert ok.shape == (222, 10) and ok.dtype == bool
+
+
+def test_xor1d_local_optima_levels():
+    losses, params = B.xor1d_local_optima(200, steps=500, lr=0.1, seed=0)
+    levels = np.array([0.0, 8 / 3, 4.0])
+    assert np.abs(losses[:, None] - levels).min(1).max() < 0.05
+    pattern = B.relu_sign_pattern(params["w"], params["b"])
+    assert pattern.shape == (200,) and all(len(p) == 6 for p in pattern)
+
+
+def test_subnetworks_keep_the_parents_weights():
+    parent = B.StackedMLP([4, 5, 1], 3, 0.1, seed=0)
+    X = torch.tensor(B.cube(4), dtype=torch.float32)
+    whole = B.subnetworks(parent, [tuple(range(5))], [2, 0])
+    assert torch.allclose(whole.forward(X), parent.forward(X)[:, [2, 0]], atol=1e-6)
+    child = B.subnetworks(parent, [(0, 3), (1, 4)], [1])
+    silenced = B.StackedMLP([4, 5, 1], 3, 0.1, seed=0)
+    silenced.params[2][[1, 2, 4]] = 0.0  # keep units 0 and 3 only
+    assert torch.allclose(child.forward(X)[:, 0], silenced.forward(X)[:, 1], atol=1e-6)
+    with pytest.raises(ValueError):
+        B.subnetworks(parent, [(0, 7)], [0])
+
+
+def test_prune_and_finetune_shapes():
+    res = B.prune_and_finetune(B.parity_table(2), 4, 0.1, parents=4, epochs=300, seed=0, max_width=2,
+                               progress=False)
+    used = res["parents_used"]
+    assert len(used) >= 1 and res["parent_solved"].shape == (4,)
+    assert res["solved"][2].shape == (len(used), 6) and res["curves"][2].shape == (300, len(used), 6)
+    assert not res["solved"][1].any()  # one unit cannot compute XOR
+    with pytest.raises(ValueError):
+        B.prune_and_finetune(B.parity_table(2), 4, 0.1, parents=4, epochs=10, max_width=5)
