@@ -1,0 +1,605 @@
+"""The mutual autoencoder (MAE) of Phuong (2021), Chapter 4 and Appendix C (book chapter 03).
+
+A latent-variable model ``p(z) p_theta(x|z)`` with a 1-D standard normal prior is trained on the
+ELBO minus the exact penalty ``C |I_hat - M|`` (eq. 4.11), where ``I_hat = H(z) + E_p[log r(z|x)]``
+is the infomax lower bound (Theorem 4.1, eq. 4.10) of a separate recognition network ``r``
+trained on samples of the *generative* model (Algorithm 4.1). Because the latent is 1-D, the model's
+exact log-likelihood and exact mutual information are computed by quadrature over ``z``
+(:func:`normal_exact`, :func:`finite_exact`), so no check relies on the learned estimator alone.
+
+Two model families, each holding ``n_models`` independent models trained as one tensor computation
+(the VAE is the model with ``C = 0``):
+
+* :class:`NormalMAE` -- "splitting the normal" (§4.6.1): Gaussian encoder, decoder and ``r``, each a
+  ReLU MLP ``1-H-H-2`` giving a mean and a log-variance;
+* :class:`FiniteMAE` -- data on a finite set (§4.5, §4.6.2, and the sentence stand-in of §4.6.3):
+  a Gaussian table encoder ``q(z|x)`` and table ``r(z|x)``, a ReLU MLP decoder whose logits are
+  split into softmax segments (one segment of 10 for the categorical example; template and slot
+  fillers for :class:`SentenceGrammar`), and an optional resampling (IWAE-k) encoder (§4.5).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from itertools import product
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+from lib.nets import BatchedMLP
+from lib.scale import ChapterScales
+
+LOG2PI = math.log(2 * math.pi)
+LOGVAR_MIN, LOGVAR_MAX = -12.0, 6.0  # clamp: MAE drives decoder variances towards 0 at large M
+
+
+def _finite_tensor(name, t):
+    t = torch.as_tensor(t)
+    if t.numel() == 0:
+        raise ValueError(f"{name} is empty")
+    if t.is_floating_point() and not torch.isfinite(t).all():
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return t
+
+
+# ----------------------------------------------------------------------------- Gaussians, Thm 4.1
+
+def gaussian_entropy(d: int = 1) -> float:
+    """Differential entropy ``d/2 log(2 pi e)`` of ``N(0, I_d)``: the constant ``H_p(z)`` of eq. (4.11)."""
+    if not isinstance(d, int) or isinstance(d, bool) or d < 1:
+        raise ValueError(f"dimension d must be a positive int, got {d!r}")
+    return 0.5 * d * (LOG2PI + 1.0)
+
+
+def gaussian_logpdf(x, mu, logvar) -> torch.Tensor:
+    """Elementwise ``log N(x; mu, exp(logvar))`` (broadcasting)."""
+    return -0.5 * (LOG2PI + logvar + (x - mu) ** 2 * torch.exp(-logvar))
+
+
+def kl_std_normal(mu, logvar) -> torch.Tensor:
+    """Elementwise ``KL(N(mu, exp(logvar)) || N(0, 1))`` (the ELBO's rate term)."""
+    return 0.5 * (mu ** 2 + torch.exp(logvar) - 1.0 - logvar)
+
+
+def _check_rho(rho):
+    rho = np.asarray(rho, dtype=float)
+    if rho.size == 0 or not np.all(np.isfinite(rho)) or np.any(np.abs(rho) >= 1):
+        raise ValueError(f"correlation rho must be finite with |rho| < 1, got {rho}")
+    return rho
+
+
+def bivariate_gaussian_mi(rho):
+    """Exact ``I(z; x) = -1/2 log(1 - rho^2)`` of a standard bivariate Gaussian with correlation ``rho``."""
+    rho = _check_rho(rho)
+    return -0.5 * np.log1p(-rho ** 2)
+
+
+def infomax_bound_bivariate(rho, a, s2):
+    """Theorem 4.1's bound ``H(z) + E log r(z|x)`` in closed form for ``r(z|x) = N(a x, s2)``.
+
+    With ``z ~ N(0,1)``, ``x = rho z + sqrt(1-rho^2) eps``: ``E (z - a x)^2 = 1 - 2 a rho + a^2``.
+    Equals :func:`bivariate_gaussian_mi` exactly at ``a = rho, s2 = 1 - rho^2`` (the true posterior).
+    """
+    rho = _check_rho(rho)
+    a, s2 = np.asarray(a, dtype=float), np.asarray(s2, dtype=float)
+    if not (np.all(np.isfinite(a)) and np.all(np.isfinite(s2))) or np.any(s2 <= 0):
+        raise ValueError("a must be finite and s2 finite and positive")
+    mse = 1.0 - 2.0 * a * rho + a ** 2
+    return gaussian_entropy(1) - 0.5 * (LOG2PI + np.log(s2)) - mse / (2.0 * s2)
+
+
+# ----------------------------------------------------------------------------- quadrature over z
+
+def z_grid(G: int = 2001, lim: float = 7.0):
+    """Uniform grid on ``[-lim, lim]`` and log-weights ``log p(z_g) dz`` (normalised to sum to 1), float64."""
+    if not isinstance(G, int) or G < 3 or not np.isfinite(lim) or lim <= 0:
+        raise ValueError(f"need an int G >= 3 and a positive finite lim, got G={G!r}, lim={lim!r}")
+    z = torch.linspace(-lim, lim, G, dtype=torch.float64)
+    log_w = -0.5 * z ** 2
+    return z, log_w - torch.logsumexp(log_w, 0)
+
+
+def _hermite(Q: int):
+    """Gauss-Hermite nodes/weights for expectations under ``N(0,1)``."""
+    t, w = np.polynomial.hermite_e.hermegauss(Q)
+    return torch.tensor(t), torch.tensor(w / w.sum())
+
+
+# ----------------------------------------------------------------------------- models
+
+def _split_gaussian(out):
+    return out[..., 0], out[..., 1].clamp(LOGVAR_MIN, LOGVAR_MAX)
+
+
+def _sub_seeds(seeds, j):
+    seeds = [int(s) for s in seeds]
+    if not seeds or any(s < 0 for s in seeds):
+        raise ValueError(f"need a non-empty list of non-negative seeds, got {seeds!r}")
+    return [10 * s + j for s in seeds]
+
+
+class NormalMAE(torch.nn.Module):
+    """Splitting the normal (§4.6.1): ``n_models`` Gaussian VAEs/MAEs on ``q(x) = N(0, 1)``.
+
+    Encoder ``q(z|x)``, decoder ``p(x|z)`` and recognition net ``r(z|x)`` are separate ReLU MLPs
+    ``1-hidden-hidden-2`` (mean, log-variance), one independent set per seed in ``seeds``.
+    """
+
+    def __init__(self, seeds, hidden: int = 32):
+        super().__init__()
+        if not isinstance(hidden, int) or hidden < 1:
+            raise ValueError(f"hidden must be a positive int, got {hidden!r}")
+        mk = lambda j: BatchedMLP([1, hidden, hidden, 2], seeds=_sub_seeds(seeds, j))
+        self.enc, self.dec, self.r = mk(0), mk(1), mk(2)
+        with torch.no_grad():  # r starts at the prior, r(z|x) = N(0, 1): the bound starts at exactly 0
+            self.r.weights[-1].zero_()
+            self.r.biases[-1].zero_()
+
+    @property
+    def n_models(self) -> int:
+        return self.dec.n_models
+
+    def decoder(self, z):
+        """Mean and log-variance of ``p(x|z)`` for ``z`` of shape ``(n_models, B)``."""
+        return _split_gaussian(self.dec(z.unsqueeze(-1)))
+
+    def encoder(self, x):
+        return _split_gaussian(self.enc(x.unsqueeze(-1)))
+
+    def log_r(self, z, x):
+        mu, lv = _split_gaussian(self.r(x.unsqueeze(-1)))
+        return gaussian_logpdf(z, mu, lv)
+
+    def model_parameters(self):
+        return [*self.enc.parameters(), *self.dec.parameters()]
+
+    def r_parameters(self):
+        return list(self.r.parameters())
+
+    def sample_joint(self, B: int, gen):
+        """``(z, x) ~ p(z) p(x|z)``, reparametrised (``x`` differentiable in the decoder)."""
+        z = torch.randn(self.n_models, B, generator=gen)
+        mu, lv = self.decoder(z)
+        return z, mu + torch.exp(0.5 * lv) * torch.randn(mu.shape, generator=gen)
+
+    def elbo(self, B: int, gen):
+        """Per-model ELBO on a batch of ``x ~ N(0,1)`` (reparametrised, analytic KL)."""
+        x = torch.randn(self.n_models, B, generator=gen)
+        mu, lv = self.encoder(x)
+        z = mu + torch.exp(0.5 * lv) * torch.randn(mu.shape, generator=gen)
+        dmu, dlv = self.decoder(z)
+        return (gaussian_logpdf(x, dmu, dlv) - kl_std_normal(mu, lv)).mean(1)
+
+    def expected_log_r(self, B: int, gen):
+        """Per-model ``E_p[log r(z|x)]`` on generative samples, differentiable in the decoder (g_MI)."""
+        z, x = self.sample_joint(B, gen)
+        return self.log_r(z, x).mean(1)
+
+    def r_loss(self, B: int, gen):
+        """``-E_p[log r(z|x)]`` on fresh generative samples detached from the model (Alg. 4.1, line 8-9)."""
+        with torch.no_grad():
+            z, x = self.sample_joint(B, gen)
+        return -self.log_r(z, x).mean(1).sum()
+
+
+class FiniteMAE(torch.nn.Module):
+    """VAE/MAE on a finite set ``x in {0..K-1}`` with data distribution ``q_x`` (§4.5, §4.6.2, §4.6.3).
+
+    Encoder: a table of K Gaussians ``q(z|x)`` per model; recognition net ``r(z|x)``: another table;
+    decoder: a ReLU MLP ``1-hidden-hidden-D`` whose D logits are cut into softmax ``segments``;
+    ``log p(x|z) = sum_j logsoftmax_segment(logits)[index[x, j]]`` (``index`` entries equal to D are
+    padding). ``k > 1`` trains with the IWAE-k bound, i.e. the resampling encoder of Cremer et al.
+    """
+
+    def __init__(self, seeds, q_x, segments=None, index=None, hidden: int = 32, k: int = 1):
+        super().__init__()
+        q_x = _finite_tensor("q_x", q_x).double()
+        if q_x.ndim != 1 or (q_x < 0).any() or abs(float(q_x.sum()) - 1) > 1e-6:
+            raise ValueError("q_x must be a 1-D probability vector")
+        K = q_x.shape[0]
+        segments = [K] if segments is None else [int(s) for s in segments]
+        index = torch.arange(K)[:, None] if index is None else torch.as_tensor(index)
+        D = sum(segments)
+        if any(s < 1 for s in segments) or index.ndim != 2 or index.shape[0] != K \
+                or index.dtype not in (torch.int64, torch.int32) or index.min() < 0 or index.max() > D:
+            raise ValueError(f"need positive segment sizes and an integer index of shape ({K}, S) "
+                             f"with entries in [0, {D}]")
+        if not isinstance(k, int) or k < 1 or not isinstance(hidden, int) or hidden < 1:
+            raise ValueError(f"k and hidden must be positive ints, got k={k!r}, hidden={hidden!r}")
+        n = len(seeds)
+        self.K, self.D, self.k, self.segments = K, D, k, segments
+        self.register_buffer("q_x", q_x.float())
+        self.register_buffer("index", index.long())
+        self.dec = BatchedMLP([1, hidden, hidden, D], seeds=_sub_seeds(seeds, 1))
+        gens = [torch.Generator().manual_seed(s) for s in _sub_seeds(seeds, 0)]
+        # encoder starts near the prior, like an inference network at initialisation
+        self.enc_mu = torch.nn.Parameter(0.1 * torch.stack([torch.randn(K, generator=g) for g in gens]))
+        self.enc_logvar = torch.nn.Parameter(torch.zeros(n, K))
+        self.r_mu = torch.nn.Parameter(torch.zeros(n, K))
+        self.r_logvar = torch.nn.Parameter(torch.zeros(n, K))
+
+    @property
+    def n_models(self) -> int:
+        return self.dec.n_models
+
+    def model_parameters(self):
+        return [self.enc_mu, self.enc_logvar, *self.dec.parameters()]
+
+    def r_parameters(self):
+        return [self.r_mu, self.r_logvar]
+
+    def log_p_segments(self, z):
+        """Segment-wise log-softmax of the decoder logits, padded with a zero column: ``(..., D+1)``."""
+        shape = z.shape
+        logits = self.dec(z.reshape(self.n_models, -1, 1).float())
+        parts = [torch.log_softmax(p, -1) for p in torch.split(logits, self.segments, -1)]
+        out = torch.cat(parts + [torch.zeros_like(logits[..., :1])], -1)
+        return out.reshape(*shape, self.D + 1)
+
+    def log_p_all(self, z):
+        """``log p(x|z)`` for every ``x``: shape ``z.shape + (K,)``; ``z`` has leading dim ``n_models``."""
+        seg = self.log_p_segments(z)
+        return seg[..., self.index].sum(-1)
+
+    def log_p_at(self, z):
+        """``log p(x|z)`` for ``z`` of shape ``(n_models, K, S)``, sample ``[:, x, :]`` scored at ``x``."""
+        seg = self.log_p_segments(z)  # (n, K, S, D+1)
+        idx = self.index[None, :, None, :].expand(seg.shape[0], -1, seg.shape[2], -1)
+        return seg.gather(-1, idx).sum(-1)
+
+    def encoder(self):
+        return self.enc_mu, self.enc_logvar.clamp(LOGVAR_MIN, LOGVAR_MAX)
+
+    def log_r_all(self, z):
+        """``log r(z|x)`` for every x: ``z.shape + (K,)``."""
+        n = self.n_models
+        mu = self.r_mu.reshape(n, *([1] * (z.ndim - 1)), self.K)
+        lv = self.r_logvar.clamp(LOGVAR_MIN, LOGVAR_MAX).reshape(mu.shape)
+        return gaussian_logpdf(z.unsqueeze(-1), mu, lv)
+
+    def elbo(self, B: int, gen):
+        """Per-model ELBO (``k = 1``) or IWAE-k bound, exact sum over ``x`` weighted by ``q_x``."""
+        S = max(1, -(-B // self.K))
+        mu, lv = self.encoder()
+        eps = torch.randn(self.n_models, self.K, S * self.k, generator=gen)
+        z = mu[..., None] + torch.exp(0.5 * lv)[..., None] * eps
+        log_w = self.log_p_at(z) + gaussian_logpdf(z, 0.0, torch.zeros(())) \
+            - gaussian_logpdf(z, mu[..., None], lv[..., None])
+        log_w = log_w.reshape(self.n_models, self.K, S, self.k)
+        bound = (torch.logsumexp(log_w, -1) - math.log(self.k)).mean(-1)
+        return (bound * self.q_x).sum(-1)
+
+    def _mi_term(self, B, gen, grad_model: bool):
+        z = torch.randn(self.n_models, B, generator=gen)
+        with torch.set_grad_enabled(grad_model and torch.is_grad_enabled()):
+            p = torch.exp(self.log_p_all(z))
+        return (p * self.log_r_all(z)).sum(-1).mean(1)
+
+    def expected_log_r(self, B: int, gen):
+        """``E_z sum_x p(x|z) log r(z|x)``: the exact sum over x of eq. (C.17), differentiable in the decoder."""
+        return self._mi_term(B, gen, grad_model=True)
+
+    def r_loss(self, B: int, gen):
+        return -self._mi_term(B, gen, grad_model=False).sum()
+
+
+# ----------------------------------------------------------------------------- Algorithm 4.1
+
+@dataclass
+class MAETrace:
+    """What :func:`train_mae` logs every ``log_every`` steps: ELBO and MI estimate ``m`` per model."""
+
+    steps: list = field(default_factory=list)
+    elbo: list = field(default_factory=list)
+    mi_estimate: list = field(default_factory=list)
+
+    def as_arrays(self):
+        return np.array(self.steps), np.array(self.elbo), np.array(self.mi_estimate)
+
+
+def _per_model(name, values, n):
+    values = [values] * n if np.isscalar(values) or values is None else list(values)
+    if len(values) != n:
+        raise ValueError(f"{name} needs one value per model ({n}), got {len(values)}")
+    return values
+
+
+def train_mae(model, targets, C=1.0, steps: int = 1000, lr: float = 1e-3, lr_r: float | None = None,
+              batch: int = 256, seed: int = 0, log_every: int = 50, desc: str = "MAE") -> MAETrace:
+    """Algorithm 4.1 for every model of ``model`` at once; ``targets[i] = None`` trains a plain VAE.
+
+    Each step: UPDATEMODEL -- one Adam step on ``-ELBO + C |m - M|`` with ``m = H(z) + mean log r``
+    on a generative batch (autograd gives ``g_ELBO - C sign(m - M) g_MI``; gradients that reach ``r``
+    here are discarded), then UPDATEMIESTIMATE -- one Adam step on ``r`` over fresh generative samples.
+    """
+    n = model.n_models
+    targets = _per_model("targets", targets, n)
+    Cs = _per_model("C", C, n)
+    if any(m is not None and (not np.isfinite(m) or m < 0) for m in targets):
+        raise ValueError(f"MI targets M must be finite and >= 0 (or None for a VAE), got {targets}")
+    if any(not np.isfinite(c) or c < 0 for c in Cs):
+        raise ValueError(f"penalty weights C must be finite and >= 0, got {Cs}")
+    if not isinstance(steps, int) or steps < 1 or not isinstance(batch, int) or batch < 1:
+        raise ValueError(f"steps and batch must be positive ints, got {steps!r}, {batch!r}")
+    M_t = torch.tensor([0.0 if m is None else float(m) for m in targets])
+    C_t = torch.tensor([0.0 if m is None else float(c) for m, c in zip(targets, Cs)])
+    gen = torch.Generator().manual_seed(int(seed))
+    opt = torch.optim.Adam(model.model_parameters(), lr=lr, foreach=True)
+    opt_r = torch.optim.Adam(model.r_parameters(), lr=lr if lr_r is None else lr_r, foreach=True)
+    H = gaussian_entropy(1)
+    trace = MAETrace()
+    for step in tqdm(range(1, steps + 1), desc=desc, mininterval=2.0, leave=False):
+        opt.zero_grad()
+        elbo = model.elbo(batch, gen)
+        m = H + model.expected_log_r(batch, gen)
+        (-elbo + C_t * (m - M_t).abs()).sum().backward()
+        opt.step()
+        opt_r.zero_grad()
+        model.r_loss(batch, gen).backward()
+        opt_r.step()
+        if step % log_every == 0 or step == steps:
+            trace.steps.append(step)
+            trace.elbo.append(elbo.detach().numpy().copy())
+            trace.mi_estimate.append(m.detach().numpy().copy())
+    return trace
+
+
+# ----------------------------------------------------------------------------- exact evaluation
+
+@torch.no_grad()
+def infomax_estimate(model, n_samples: int = 20000, seed: int = 0):
+    """``I_hat = H(z) + mean log r(z|x)`` on ``n_samples`` fresh generative samples, per model (eq. 4.10)."""
+    if not isinstance(n_samples, int) or n_samples < 1:
+        raise ValueError(f"n_samples must be a positive int, got {n_samples!r}")
+    gen = torch.Generator().manual_seed(int(seed))
+    return (gaussian_entropy(1) + model.expected_log_r(n_samples, gen)).numpy()
+
+
+@torch.no_grad()
+def normal_exact(model: NormalMAE, G: int = 2001, lim: float = 7.0, Gx: int = 1601, x_lim: float = 6.0):
+    """Exact model MI and data log-likelihood of a :class:`NormalMAE` by 2-D quadrature (per model).
+
+    ``p(x) = sum_g w_g N(x; mu(z_g), s(z_g)^2)`` on an x-grid; ``I = h(p(x)) - E_z h(x|z)`` with
+    ``h(x|z) = 1/2 log(2 pi e s(z)^2)``; ``ll = E_{x~N(0,1)} log p(x)``. Also the mean decoder std
+    ``E_z s(z)``, the mean KL(q(z|x)||p(z)) over the data (the rate) and ``-E_z log s(z)``.
+    """
+    z, log_w = z_grid(G, lim)
+    x, dx = torch.linspace(-x_lim, x_lim, Gx, dtype=torch.float64), 2 * x_lim / (Gx - 1)
+    log_qx = -0.5 * x ** 2
+    log_qx = log_qx - torch.logsumexp(log_qx, 0)
+    mu, lv = (t.double() for t in model.decoder(z.float().expand(model.n_models, -1)))
+    emu, elv = (t.double() for t in model.encoder(x.float().expand(model.n_models, -1)))
+    w = torch.exp(log_w)
+    out = {k: [] for k in ("I", "ll", "mean_sigma", "neg_mean_log_sigma", "kl")}
+    for i in range(model.n_models):
+        log_px = torch.logsumexp(log_w[:, None] + gaussian_logpdf(x[None, :], mu[i, :, None], lv[i, :, None]), 0)
+        h_x = -(torch.exp(log_px) * log_px).sum() * dx
+        h_xz = (w * 0.5 * (LOG2PI + 1 + lv[i])).sum()
+        out["I"].append(float(h_x - h_xz))
+        out["ll"].append(float((torch.exp(log_qx) * log_px).sum()))
+        out["mean_sigma"].append(float((w * torch.exp(0.5 * lv[i])).sum()))
+        out["neg_mean_log_sigma"].append(float(-(w * 0.5 * lv[i]).sum()))
+        out["kl"].append(float((torch.exp(log_qx) * kl_std_normal(emu[i], elv[i])).sum()))
+    return {k: np.array(v) for k, v in out.items()}
+
+
+@torch.no_grad()
+def finite_exact(model: FiniteMAE, G: int = 2001, lim: float = 7.0, Q: int = 48):
+    """Exact quantities of a :class:`FiniteMAE` by quadrature over z (per model).
+
+    Returns ``I`` (model MI), ``ll`` (``E_q log p(x)``), ``Ihat`` (the infomax bound of the current
+    ``r``, eq. 4.10, evaluated exactly), ``elbo`` (k = 1 ELBO of the Gaussian encoder, Gauss-Hermite
+    over ``q(z|x)``), ``kl`` (mean rate), ``posterior`` (``p(z|x)`` as a density on the grid,
+    shape ``(n, K, G)``), ``p_x_given_z`` (``(n, G, K)``) and the grid ``z``.
+    """
+    z, log_w = z_grid(G, lim)
+    n = model.n_models
+    logp = model.log_p_all(z.float().expand(n, -1)).double()  # (n, G, K)
+    p = torch.exp(logp)
+    w = torch.exp(log_w)[None, :, None]
+    log_px = torch.logsumexp(log_w[None, :, None] + logp, 1)  # (n, K)
+    px = torch.exp(log_px)
+    I = (w * p * logp).sum((1, 2)) - (px * log_px).sum(-1)
+    q_x = model.q_x.double()
+    ll = (q_x * log_px).sum(-1)
+    Ihat = gaussian_entropy(1) + (w * p * model.log_r_all(z.float().expand(n, -1)).double()).sum((1, 2))
+    mu, lv = (t.double() for t in model.encoder())
+    t, tw = _hermite(Q)
+    zq = mu[..., None] + torch.exp(0.5 * lv)[..., None] * t  # (n, K, Q)
+    rec = (model.log_p_at(zq.float()).double() * tw).sum(-1)
+    kl = kl_std_normal(mu, lv)
+    dz = float(z[1] - z[0])
+    post = torch.exp(log_w[None, :, None] + logp - log_px[:, None, :]).transpose(1, 2) / dz
+    return {"I": I.numpy(), "ll": ll.numpy(), "Ihat": Ihat.numpy(),
+            "elbo": ((rec - kl) * q_x).sum(-1).numpy(), "kl": (kl * q_x).sum(-1).numpy(),
+            "posterior": post.numpy(), "p_x_given_z": p.numpy(), "z": z.numpy()}
+
+
+@torch.no_grad()
+def sir_sample(model: FiniteMAE, n_samples: int, k: int | None = None, seed: int = 0):
+    """Samples of the resampling encoder ``q_IW(z|x)`` (Cremer et al.): draw k from the Gaussian
+    ``q(z|x)``, keep one with probability proportional to ``p(x|z) p(z) / q(z|x)``. Shape ``(n, K, n_samples)``."""
+    k = model.k if k is None else k
+    if not isinstance(n_samples, int) or n_samples < 1 or not isinstance(k, int) or k < 1:
+        raise ValueError(f"n_samples and k must be positive ints, got {n_samples!r}, {k!r}")
+    gen = torch.Generator().manual_seed(int(seed))
+    mu, lv = model.encoder()
+    z = mu[..., None] + torch.exp(0.5 * lv)[..., None] * torch.randn(*mu.shape, n_samples * k, generator=gen)
+    log_w = model.log_p_at(z) + gaussian_logpdf(z, 0.0, torch.zeros(())) - gaussian_logpdf(z, mu[..., None], lv[..., None])
+    z, log_w = z.reshape(*mu.shape, n_samples, k), log_w.reshape(*mu.shape, n_samples, k)
+    pick = torch.multinomial(torch.softmax(log_w.reshape(-1, k), -1), 1, generator=gen).reshape(log_w.shape[:-1])
+    return z.gather(-1, pick.unsqueeze(-1)).squeeze(-1)
+
+
+# ----------------------------------------------------------------------------- sentence stand-in
+
+@dataclass(frozen=True)
+class SentenceGrammar:
+    """A finite 'movie review' grammar with exactly known entropy (stand-in for §4.6.3's IMDB sentences).
+
+    A template is chosen uniformly, then every slot filler uniformly. Words are taken from the
+    thesis' Tables 4.1-4.2. Each sentence has one derivation, so ``H(x)`` is exact.
+    """
+
+    templates: tuple = ("the {noun} was {adv} {adj} .", "i {verb} this {noun} .",
+                        "there are many {adj} {pn} of course .", "{actor} is {adv} {adj} in it .")
+    slots: tuple = (("noun", ("movie", "film", "plot", "story", "script", "cast", "ending", "soundtrack")),
+                    ("adv", ("really", "very", "quite", "so")),
+                    ("adj", ("good", "great", "bad", "boring", "funny", "dull", "brilliant", "awful")),
+                    ("verb", ("loved", "liked", "hated", "enjoyed", "watched", "recommend")),
+                    ("pn", ("scenes", "moments", "actors", "jokes", "twists", "songs")),
+                    ("actor", ("he", "she", "everyone", "nobody", "bob", "alice")))
+
+    def _slot_names(self, template):
+        return [w[1:-1] for w in template.split() if w.startswith("{")]
+
+    def build(self):
+        """``(sentences, q_x, segments, index)``: the decoder factorisation used by :class:`FiniteMAE`."""
+        fillers = dict(self.slots)
+        segments, offsets = [len(self.templates)], []
+        for t in self.templates:
+            offs = []
+            for name in self._slot_names(t):
+                offs.append(sum(segments))
+                segments.append(len(fillers[name]))
+            offsets.append(offs)
+        D = sum(segments)
+        width = 1 + max(len(o) for o in offsets)
+        sentences, probs, rows = [], [], []
+        for ti, t in enumerate(self.templates):
+            names = self._slot_names(t)
+            for choice in product(*(range(len(fillers[nm])) for nm in names)):
+                words = iter(fillers[nm][c] for nm, c in zip(names, choice))
+                sentences.append(" ".join(next(words) if w.startswith("{") else w for w in t.split()))
+                probs.append(1.0 / len(self.templates) / np.prod([len(fillers[nm]) for nm in names]))
+                row = [ti] + [o + c for o, c in zip(offsets[ti], choice)]
+                rows.append(row + [D] * (width - len(row)))
+        return sentences, torch.tensor(probs, dtype=torch.float64), segments, torch.tensor(rows)
+
+    def entropy(self) -> float:
+        """Exact ``H(x)`` in nats."""
+        _, q, _, _ = self.build()
+        return float(-(q * torch.log(q)).sum())
+
+    def collision_prob(self) -> float:
+        """``sum_x q(x)^2``: the exact-reconstruction rate of a code that ignores x."""
+        _, q, _, _ = self.build()
+        return float((q ** 2).sum())
+
+
+def word_match_matrix(sentences) -> torch.Tensor:
+    """``match[i, j]``: fraction of positions (over the longer sentence) where words i and j agree."""
+    if len(sentences) == 0:
+        raise ValueError("sentences is empty")
+    toks = [s.split() for s in sentences]
+    L = max(len(t) for t in toks)
+    ids = {w: i + 1 for i, w in enumerate(sorted({w for t in toks for w in t}))}
+    arr = torch.zeros(len(toks), L, dtype=torch.long)
+    lens = torch.tensor([len(t) for t in toks])
+    for i, t in enumerate(toks):
+        arr[i, :len(t)] = torch.tensor([ids[w] for w in t])
+    same = ((arr[:, None, :] == arr[None, :, :]) & (arr[:, None, :] > 0)).sum(-1)
+    return same.double() / torch.maximum(lens[:, None], lens[None, :]).double()
+
+
+def _encode_nodes(model, Q, seed):
+    """Points ``z`` of shape ``(n, K, Q)`` and weights ``(Q,)`` for expectations over the encoder of each x."""
+    if model.k > 1:
+        return sir_sample(model, Q, seed=seed), torch.full((Q,), 1.0 / Q, dtype=torch.float64)
+    mu, lv = model.encoder()
+    t, tw = _hermite(Q)
+    return mu[..., None] + torch.exp(0.5 * lv)[..., None] * t.float(), tw
+
+
+@torch.no_grad()
+def reconstruction_rates(model: FiniteMAE, match: torch.Tensor, Q: int = 24, chunk_size: int = 64, seed: int = 0):
+    """Expected exact-reconstruction and word-match rates of encode-then-sample-decode (Fig. 4.4).
+
+    ``exact = sum_x q(x) E_{q(z|x)} p(x|z)``, ``words = sum_x q(x) E_{q(z|x)} sum_x' p(x'|z) match[x, x']``,
+    per model; the expectation over the encoder uses Gauss-Hermite nodes (Gaussian encoder, ``k = 1``) or
+    ``Q`` resampling-encoder draws (``k > 1``, :func:`sir_sample`).
+    """
+    match = _finite_tensor("match", match).double()
+    if match.shape != (model.K, model.K):
+        raise ValueError(f"match must have shape ({model.K}, {model.K}), got {tuple(match.shape)}")
+    z_all, tw = _encode_nodes(model, Q, seed)
+    q_x = model.q_x.double()
+    exact, words = torch.zeros(model.n_models, dtype=torch.float64), torch.zeros(model.n_models, dtype=torch.float64)
+    for chunk in torch.split(torch.arange(model.K), chunk_size):
+        p = torch.exp(model.log_p_all(z_all[:, chunk]).double())  # (n, c, Q, K)
+        own = p[:, torch.arange(len(chunk)), :, chunk]  # (c, n, Q): p(x|z) at the input x
+        exact += ((own @ tw) * q_x[chunk, None]).sum(0)
+        words += ((((p * match[chunk][None, :, None, :]).sum(-1)) @ tw) * q_x[chunk]).sum(-1)
+    return exact.numpy(), words.numpy()
+
+
+@torch.no_grad()
+def sample_reconstructions(model: FiniteMAE, x: int, n: int = 3, seed: int = 0):
+    """Indices of ``n`` reconstructions of ``x`` per model: ``z ~ q(z|x)`` (resampled if ``k > 1``), ``x' ~ p(x'|z)`` (Table 4.1)."""
+    if not 0 <= x < model.K:
+        raise ValueError(f"x must be in [0, {model.K}), got {x}")
+    gen = torch.Generator().manual_seed(int(seed))
+    if model.k > 1:
+        z = sir_sample(model, n, seed=seed)[:, x]
+    else:
+        mu, lv = model.encoder()
+        z = mu[:, x, None] + torch.exp(0.5 * lv[:, x, None]) * torch.randn(model.n_models, n, generator=gen)
+    p = torch.exp(model.log_p_all(z).double())
+    return torch.multinomial(p.reshape(-1, model.K), 1, generator=gen).reshape(model.n_models, n)
+
+
+@torch.no_grad()
+def interpolate(model: FiniteMAE, x_a: int, x_b: int, n: int = 10):
+    """Greedy decodes (argmax over all x) along the line between the encoder means of two inputs (Table 4.2)."""
+    if not (0 <= x_a < model.K and 0 <= x_b < model.K) or n < 2:
+        raise ValueError(f"inputs must be in [0, {model.K}) and n >= 2")
+    mu, _ = model.encoder()
+    lam = torch.linspace(0, 1, n)
+    z = mu[:, x_a, None] * (1 - lam) + mu[:, x_b, None] * lam
+    return model.log_p_all(z).argmax(-1)
+
+
+# ----------------------------------------------------------------------------- chapter configuration
+
+@dataclass(frozen=True)
+class MAEConfig:
+    """Every hyper-parameter of chapter 03 (the thesis leaves most unstated; Adam throughout)."""
+
+    n_seeds: int = 1
+    C: float = 1.0                                  # exact-penalty weight (thesis: C in [0.1, 10])
+    batch: int = 256                                # data batch and generative batch B
+    normal_targets: tuple = (0.0, 0.5, 1.0, 2.0)    # M grid of §4.6.1 (a VAE is trained beside)
+    normal_hidden: int = 32
+    normal_steps: int = 800
+    normal_lr: float = 2e-3
+    normal_lr_r: float = 4e-3                       # r learns faster than the model: I_hat must track I
+    cat_targets: tuple = (0.0, 0.5, 1.0, 1.5, 2.0, math.log(10))  # §4.6.2; log 10 is Fig. 4.2's maximum
+    cat_hidden: int = 32
+    cat_steps: int = 600
+    cat_lr: float = 1e-2
+    resample_k: int = 5                             # resampling encoder of §4.5 (Cremer et al.)
+    c_sweep: tuple = (0.01, 0.1)                    # extra categorical runs at M = c_sweep_target
+    c_sweep_target: float = 2.0
+    text_targets: tuple = (1.0, 3.0)                # sentence stand-in of §4.6.3 (H(x) = 6.02 nats)
+    text_C: float = 5.0
+    text_hidden: int = 32
+    text_k: int = 1                                 # the thesis uses the resampling encoder (k = 5) for text
+    text_steps: int = 400
+    text_lr: float = 1e-2
+    text_batch: int = 128
+
+
+CONFIGS = ChapterScales(
+    "mutual_autoencoder",
+    quick=MAEConfig(),
+    # the normal sweep keeps the quick settings: longer runs (1500-2500 steps, width 32 or 64) let single
+    # seeds collapse at M >= 1.5 (measured), an instability this chapter does not resolve
+    full=MAEConfig(n_seeds=3, cat_hidden=64, cat_steps=1500, cat_lr=5e-3,
+                   c_sweep=(0.01, 0.1, 0.3, 3.0, 10.0), text_steps=1000),
+    paper=MAEConfig(n_seeds=5, batch=512, normal_targets=(0.0, 0.5, 1.0, 1.5, 2.0, 3.0), normal_hidden=256,
+                    normal_steps=20000, normal_lr=1e-3, normal_lr_r=2e-3, cat_hidden=256, cat_steps=20000, cat_lr=1e-3,
+                    c_sweep=(0.01, 0.1, 0.3, 3.0, 10.0), text_targets=(1.5, 3.0, 4.5, 5.5), text_k=5,
+                    text_steps=20000, text_hidden=256, text_lr=3e-3),
+)

@@ -1,0 +1,219 @@
+"""Unit tests of lib.mae (chapter 03, the mutual autoencoder)."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+import lib.mae as mae
+
+torch.set_num_threads(1)
+
+
+# ----------------------------------------------------------------------------- Gaussians, Thm 4.1
+def test_gaussian_helpers_match_torch():
+    x, mu, lv = torch.randn(5), torch.randn(5), torch.randn(5)
+    ref = torch.distributions.Normal(mu, torch.exp(0.5 * lv))
+    assert torch.allclose(mae.gaussian_logpdf(x, mu, lv), ref.log_prob(x), atol=1e-5)
+    kl = torch.distributions.kl_divergence(ref, torch.distributions.Normal(0.0, 1.0))
+    assert torch.allclose(mae.kl_std_normal(mu, lv), kl, atol=1e-5)
+    assert mae.gaussian_entropy(1) == pytest.approx(float(torch.distributions.Normal(0.0, 1.0).entropy()))
+    assert mae.gaussian_entropy(3) == pytest.approx(3 * mae.gaussian_entropy(1))
+    with pytest.raises(ValueError):
+        mae.gaussian_entropy(0)
+
+
+def test_theorem_4_1_bivariate_gaussian():
+    for rho in (0.3, 0.6, 0.9):
+        a, s2 = np.meshgrid(np.linspace(-1.5, 1.5, 61), np.logspace(-2, 1, 61))
+        gap = mae.bivariate_gaussian_mi(rho) - mae.infomax_bound_bivariate(rho, a, s2)
+        assert gap.min() > -1e-12
+        assert abs(mae.infomax_bound_bivariate(rho, rho, 1 - rho ** 2) - mae.bivariate_gaussian_mi(rho)) < 1e-12
+    assert mae.bivariate_gaussian_mi(0.0) == 0.0
+    for bad in (1.0, -1.2, np.nan):
+        with pytest.raises(ValueError):
+            mae.bivariate_gaussian_mi(bad)
+    with pytest.raises(ValueError):
+        mae.infomax_bound_bivariate(0.5, 0.5, 0.0)
+    with pytest.raises(ValueError):
+        mae.infomax_bound_bivariate(0.5, np.nan, 1.0)
+
+
+def test_z_grid():
+    z, log_w = mae.z_grid(101, 6.0)
+    assert z.shape == log_w.shape == (101,)
+    assert torch.exp(log_w).sum().item() == pytest.approx(1.0)
+    assert (torch.exp(log_w) * z ** 2).sum().item() == pytest.approx(1.0, abs=1e-4)
+    for G, lim in ((2, 6.0), (101, -1.0), (101, np.inf), (10.5, 6.0)):
+        with pytest.raises(ValueError):
+            mae.z_grid(G, lim)
+
+
+# ----------------------------------------------------------------------------- exact quadrature
+def _sign_net(dec, scale, logvar_bias=None):
+    """Set a BatchedMLP 1-H-H-D so that output 0 = scale*z (via relu(z) - relu(-z)), output 1 = -scale*z."""
+    with torch.no_grad():
+        for p in dec.parameters():
+            p.zero_()
+        dec.weights[0][:, 0, 0], dec.weights[0][:, 1, 0] = 1.0, -1.0
+        dec.weights[1][:, 0, 0], dec.weights[1][:, 1, 1] = 1.0, 1.0
+        dec.weights[2][:, 0, 0], dec.weights[2][:, 0, 1] = scale, -scale
+        if logvar_bias is None:
+            dec.weights[2][:, 1, 0], dec.weights[2][:, 1, 1] = -scale, scale
+        else:
+            dec.biases[2][:, 1] = logvar_bias
+
+
+def test_normal_exact_on_gaussian_channel():
+    """Hand-built decoder p(x|z) = N(rho z, 1 - rho^2): I = -1/2 log(1-rho^2), ll = -1/2 log(2 pi e)."""
+    rho = 0.9
+    model = mae.NormalMAE([0], hidden=4)
+    _sign_net(model.dec, rho, logvar_bias=math.log(1 - rho ** 2))
+    ex = mae.normal_exact(model)
+    assert abs(ex["I"][0] - mae.bivariate_gaussian_mi(rho)) < 5e-3
+    assert abs(ex["ll"][0] + mae.gaussian_entropy(1)) < 5e-3
+    assert abs(ex["neg_mean_log_sigma"][0] - ex["I"][0]) < 5e-3
+    assert abs(ex["mean_sigma"][0] - math.sqrt(1 - rho ** 2)) < 1e-5
+
+
+def test_finite_exact_independent_and_deterministic():
+    """Constant decoder: I = 0, ll = -log K. Deterministic split at z = 0 (K = 2): I = ll + 2 log 2 = log 2."""
+    model = mae.FiniteMAE([0, 1], torch.full((2,), 0.5), hidden=4)
+    with torch.no_grad():
+        for p in model.dec.parameters():
+            p.zero_()
+    ex = mae.finite_exact(model)
+    assert np.allclose(ex["I"], 0.0, atol=1e-9) and np.allclose(ex["ll"], -math.log(2), atol=1e-9)
+    _sign_net(model.dec, 200.0)
+    ex = mae.finite_exact(model)
+    assert np.allclose(ex["I"], math.log(2), atol=1e-2) and np.allclose(ex["ll"], -math.log(2), atol=1e-3)
+    dz = ex["z"][1] - ex["z"][0]
+    assert np.allclose(ex["posterior"].sum(-1) * dz, 1.0, atol=1e-6)
+    assert ex["posterior"].shape == (2, 2, len(ex["z"])) and ex["p_x_given_z"].shape == (2, len(ex["z"]), 2)
+    assert np.all(ex["Ihat"] <= ex["I"] + 1e-6)  # Theorem 4.1 for the (untrained) table r
+    assert np.all(ex["elbo"] <= ex["ll"] + 1e-6)
+
+
+def test_finite_model_validation():
+    for q in (torch.tensor([0.5, 0.6]), torch.tensor([]), torch.tensor([[0.5, 0.5]]), torch.tensor([np.nan, 1.0])):
+        with pytest.raises(ValueError):
+            mae.FiniteMAE([0], q)
+    with pytest.raises(ValueError):
+        mae.FiniteMAE([0], torch.full((3,), 1 / 3), segments=[3], index=torch.tensor([[0], [1], [5]]))
+    with pytest.raises(ValueError):
+        mae.FiniteMAE([0], torch.full((3,), 1 / 3), k=0)
+    with pytest.raises(ValueError):
+        mae.NormalMAE([], hidden=4)
+    with pytest.raises(ValueError):
+        mae.NormalMAE([0], hidden=0)
+
+
+# ----------------------------------------------------------------------------- Algorithm 4.1
+@pytest.mark.parametrize("kind", ["normal", "finite", "iwae"])
+def test_train_mae_runs_and_logs(kind):
+    if kind == "normal":
+        model = mae.NormalMAE([0, 1], hidden=8)
+    else:
+        model = mae.FiniteMAE([0, 1], torch.full((10,), 0.1), hidden=8, k=5 if kind == "iwae" else 1)
+    before = [p.detach().clone() for p in model.r_parameters()]
+    trace = mae.train_mae(model, [None, 1.0], C=1.0, steps=4, batch=16, log_every=2)
+    steps, elbo, mi = trace.as_arrays()
+    assert list(steps) == [2, 4] and elbo.shape == mi.shape == (2, 2) and np.all(np.isfinite(elbo))
+    assert any(not torch.equal(a, b) for a, b in zip(before, model.r_parameters()))  # r was updated
+    ih = mae.infomax_estimate(model, 100)
+    assert ih.shape == (2,) and np.all(np.isfinite(ih))
+
+
+def test_penalty_sign_pushes_mi_towards_target():
+    """A few steps with a large C move the model MI estimate towards M from both sides."""
+    res = {}
+    for M in (0.0, 2.0):
+        model = mae.FiniteMAE([3], torch.full((10,), 0.1), hidden=16)
+        ex0 = mae.finite_exact(model)["I"][0]
+        mae.train_mae(model, [M], C=10.0, steps=60, lr=1e-2, batch=64, seed=3)
+        res[M] = (ex0, mae.finite_exact(model)["I"][0])
+    assert res[0.0][1] < res[0.0][0] and res[2.0][1] > res[2.0][0], res
+
+
+def test_train_mae_validation():
+    model = mae.NormalMAE([0], hidden=4)
+    for kwargs in ({"targets": [1.0, 2.0]}, {"targets": [-1.0]}, {"targets": [np.nan]},
+                   {"targets": [1.0], "C": -1.0}, {"targets": [1.0], "steps": 0}):
+        with pytest.raises(ValueError):
+            mae.train_mae(model, **{"steps": 1, **kwargs})
+    with pytest.raises(ValueError):
+        mae.infomax_estimate(model, 0)
+
+
+def test_sir_sample_k1_is_encoder():
+    model = mae.FiniteMAE([0], torch.full((10,), 0.1), hidden=4)
+    s = mae.sir_sample(model, 4000, k=1)
+    mu, lv = model.encoder()
+    assert s.shape == (1, 10, 4000)
+    assert torch.allclose(s.mean(-1), mu, atol=0.1)
+    assert mae.sir_sample(model, 10, k=5).shape == (1, 10, 10)
+    with pytest.raises(ValueError):
+        mae.sir_sample(model, 0)
+
+
+# ----------------------------------------------------------------------------- sentence stand-in
+def test_sentence_grammar():
+    g = mae.SentenceGrammar()
+    sents, q, segs, index = g.build()
+    assert len(sents) == len(set(sents)) == 544 and q.sum().item() == pytest.approx(1.0)
+    H = math.log(4) + 0.25 * (math.log(256) + math.log(48) + math.log(48) + math.log(192))
+    assert g.entropy() == pytest.approx(H) and g.collision_prob() == pytest.approx(float((q ** 2).sum()))
+    assert index.shape == (544, 4) and sum(segs) == 70 and int(index.max()) == 70
+    # a decoder with all logits equal reproduces q exactly (the independent solution is representable)
+    model = mae.FiniteMAE([0], q, segs, index, hidden=4)
+    with torch.no_grad():
+        for p in model.dec.parameters():
+            p.zero_()
+    assert torch.allclose(torch.exp(model.log_p_all(torch.zeros(1, 1)))[0, 0].double(), q, atol=1e-6)
+    match = mae.word_match_matrix(sents)
+    exact, words = mae.reconstruction_rates(model, match)
+    assert exact[0] == pytest.approx(g.collision_prob(), rel=1e-4)
+    assert 0 < words[0] < 1
+
+
+def test_word_match_matrix():
+    m = mae.word_match_matrix(["a b c", "a x c", "a b"])
+    assert torch.allclose(torch.diagonal(m), torch.ones(3, dtype=torch.float64)) and torch.equal(m, m.T)
+    assert m[0, 1].item() == pytest.approx(2 / 3) and m[0, 2].item() == pytest.approx(2 / 3)
+    with pytest.raises(ValueError):
+        mae.word_match_matrix([])
+
+
+def test_reconstruction_helpers():
+    sents, q, segs, index = mae.SentenceGrammar().build()
+    model = mae.FiniteMAE([0, 1], q, segs, index, hidden=4)
+    rec = mae.sample_reconstructions(model, 5, n=3)
+    assert rec.shape == (2, 3) and int(rec.max()) < 544
+    path = mae.interpolate(model, 0, 543, n=10)
+    assert path.shape == (2, 10)
+    with pytest.raises(ValueError):
+        mae.sample_reconstructions(model, 544)
+    with pytest.raises(ValueError):
+        mae.interpolate(model, 0, 1, n=1)
+    with pytest.raises(ValueError):
+        mae.reconstruction_rates(model, torch.ones(3, 3))
+
+
+# ----------------------------------------------------------------------------- configurations
+def test_configs_and_paper_scale_one_step():
+    """Every scale is well formed; one Algorithm 4.1 step of each paper-scale model with its shapes."""
+    for scale in ("quick", "full", "paper"):
+        cfg = mae.CONFIGS.for_scale(scale)
+        assert max(cfg.cat_targets) <= math.log(10) + 1e-12 and max(cfg.text_targets) < mae.SentenceGrammar().entropy()
+    cfg = mae.CONFIGS.paper
+    n = cfg.n_seeds
+    normal = mae.NormalMAE(list(range(n * (len(cfg.normal_targets) + 1))), hidden=cfg.normal_hidden)
+    mae.train_mae(normal, [None, *cfg.normal_targets] * n, C=cfg.C, steps=1, lr=cfg.normal_lr, batch=cfg.batch)
+    cat = mae.FiniteMAE(list(range(n)), torch.full((10,), 0.1), hidden=cfg.cat_hidden, k=cfg.resample_k)
+    mae.train_mae(cat, [math.log(10)] * n, C=cfg.C, steps=1, lr=cfg.cat_lr, batch=cfg.batch)
+    sents, q, segs, index = mae.SentenceGrammar().build()
+    text = mae.FiniteMAE(list(range(2)), q, segs, index, hidden=cfg.text_hidden)
+    trace = mae.train_mae(text, [None, cfg.text_targets[-1]], C=cfg.text_C, steps=1, lr=cfg.text_lr,
+                          batch=cfg.text_batch)
+    assert np.all(np.isfinite(trace.as_arrays()[1]))
