@@ -1,0 +1,541 @@
+"""Chapter 5: distillation-based training of multi-exit networks (Phuong 2021, Ch. 6 and App. E).
+
+A multi-exit network has ``M`` classifier heads ("exits") along a shared trunk. Exit-wise training
+(EW, eq. 6.7) averages the per-exit cross-entropies; distillation-based training (D, eqs. 6.1-6.5,
+Algorithm 6.1) adds a temperature-scaled cross-entropy from the last exit (the teacher, *detached*) to
+every earlier exit (the student path is not detached), with a temperature that is annealed upwards
+whenever the tempered teacher is more confident than ``mu``. The semi-supervised variant (DS, eq. 6.6)
+applies the distillation term to unlabelled points too.
+
+For speed on a CPU, :class:`MultiExitCNN` holds ``n_models`` independent networks as grouped
+convolutions, so that several seeds and both training methods run as one tensor computation; every
+model has its own data, initialisation, temperature and loss.
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from lib.scale import ChapterScales
+
+TEACHER_SETS = ("last", "later")
+
+
+# --------------------------------------------------------------------------------------------
+# configuration
+
+
+@dataclass(frozen=True)
+class MultiExitConfig:
+    """Every hyper-parameter of the multi-exit chapter (thesis §6.3.1; spec §3.1)."""
+
+    data: str = "digits"          # "digits" (scikit-learn 8x8, offline) or "cifar100" (paper scale)
+    n_per_class: int = 15         # DIGITS(X) / CIFAR(X): labelled images per class, validation included
+    n_val_per_class: int = 5      # the CIFAR protocol's 50 validation images per class, scaled down
+    pool_per_class: int = 100     # digits: per-class pool the subsets (and unlabelled data) come from
+    in_ch: int = 1
+    widths: tuple = (16, 32, 32, 64)   # one block per exit
+    strides: tuple = (1, 2, 1, 2)
+    n_classes: int = 10
+    topk: int = 1                 # the thesis reports top-5 on 100 classes; top-1 on 10 classes
+    epochs: int = 100
+    batch_size: int = 64
+    lr: float = 0.5               # thesis: 0.5 on the (1/M)-normalised loss
+    momentum: float = 0.9
+    weight_decay: float = 1e-4
+    milestones: tuple = (0.5, 0.75)    # LR / 10 at these fractions of training (150/225 of 300 epochs)
+    mu: float = 0.5               # confidence threshold of Algorithm 6.1
+    tau_mult: float = 1.05        # temperature multiplier tau_*
+    n_seeds: int = 5              # EW and D
+    n_seeds_semi: int = 3         # DS
+    const_taus: tuple = (1.0, 4.0)     # Fig. 6.7 ablation: constant temperatures
+    n_seeds_ablation: int = 1     # seeds for the temperature and teacher ablations
+    data_sizes: tuple = ()        # data-size trend: X values (full scale)
+    data_size_epochs: tuple = ()  # epochs for each X (larger X: more steps per epoch)
+    timing_runs: int = 200        # Table E.1: repetitions per exit
+
+
+CONFIGS = ChapterScales(
+    "multi_exit",
+    quick=MultiExitConfig(),
+    full=MultiExitConfig(n_seeds=10, n_seeds_semi=5, const_taus=(1.0, 2.0, 3.0, 4.0), n_seeds_ablation=5,
+                         data_sizes=(15, 30, 50, 100), data_size_epochs=(100, 60, 40, 25)),
+    paper=MultiExitConfig(data="cifar100", n_per_class=150, n_val_per_class=50, in_ch=3,
+                          widths=(32, 64, 64, 128, 128, 256), strides=(1, 2, 1, 2, 1, 2), n_classes=100,
+                          topk=5, epochs=300, n_seeds=3, n_seeds_semi=3, const_taus=(1.0, 2.0, 3.0, 4.0),
+                          n_seeds_ablation=1, data_sizes=(150, 250, 350, 500),
+                          data_size_epochs=(300, 300, 300, 300), timing_runs=1000),
+)
+
+
+# --------------------------------------------------------------------------------------------
+# input validation
+
+
+def _check_logits(logits) -> list:
+    if not isinstance(logits, (list, tuple)) or len(logits) == 0:
+        raise ValueError("logits must be a non-empty list of per-exit (n, K) tensors")
+    shape = None
+    for m, z in enumerate(logits):
+        if not isinstance(z, torch.Tensor) or not z.is_floating_point():
+            raise ValueError(f"exit {m + 1}: logits must be floating-point tensors, got {type(z).__name__}")
+        if z.ndim < 2 or z.shape[-1] < 2 or z.shape[-2] == 0:
+            raise ValueError(f"exit {m + 1}: logits must have shape (..., n, K) with n >= 1, K >= 2, got {tuple(z.shape)}")
+        if shape is not None and z.shape != shape:
+            raise ValueError(f"every exit's logits must have the same shape, got {tuple(shape)} and {tuple(z.shape)}")
+        if not torch.isfinite(z).all():
+            raise ValueError(f"exit {m + 1}: logits contain NaN or infinite values")
+        shape = z.shape
+    return list(logits)
+
+
+def _check_tau(tau, lead_shape) -> torch.Tensor:
+    tau = torch.as_tensor(tau, dtype=torch.float32)
+    if not torch.isfinite(tau).all() or (tau <= 0).any():
+        raise ValueError(f"tau must be positive and finite, got {tau}")
+    try:
+        if torch.broadcast_shapes(tau.shape, tuple(lead_shape)) != tuple(lead_shape):
+            raise RuntimeError
+    except RuntimeError:
+        raise ValueError(f"tau of shape {tuple(tau.shape)} does not broadcast to the models' shape {tuple(lead_shape)}") from None
+    return tau
+
+
+def _teacher_sets(M: int, teachers: str) -> list[list[int]]:
+    """T(m) of eq. (6.4) for m = 0..M-1 (0-based): 'last' = {M}, 'later' = {m+1..M}; T(M) is empty."""
+    if teachers not in TEACHER_SETS:
+        raise ValueError(f"teachers must be one of {TEACHER_SETS}, got {teachers!r}")
+    if teachers == "last":
+        return [[M - 1] if m < M - 1 else [] for m in range(M)]
+    return [list(range(m + 1, M)) for m in range(M)]
+
+
+def _as_array(a, name: str, ndim_min: int = 1) -> np.ndarray:
+    a = np.asarray(a)
+    if a.ndim < ndim_min or a.size == 0:
+        raise ValueError(f"{name} must be a non-empty array with at least {ndim_min} dimension(s), got shape {a.shape}")
+    if not np.issubdtype(a.dtype, np.number) or np.issubdtype(a.dtype, np.complexfloating):
+        raise ValueError(f"{name} must hold real numbers, got dtype {a.dtype}")
+    if not np.isfinite(a).all():
+        raise ValueError(f"{name} contains NaN or infinite values")
+    return a.astype(np.float64)
+
+
+# --------------------------------------------------------------------------------------------
+# the objective (thesis eqs. 6.1-6.7)
+
+
+def distillation_loss(logits, tau, teachers: str = "last") -> torch.Tensor:
+    """Eq. (6.4): (1/M) sum_m mean_{t in T(m)} tau^2 CE(softmax(z_t/tau).detach(), softmax(z_m/tau)).
+
+    ``logits``: list of per-exit tensors of shape ``(n, K)`` (or ``(..., n, K)`` for a batch of models);
+    ``tau``: the temperature (a number, or a tensor broadcasting to the leading model dimensions). The
+    teacher's tempered output is a constant (detached); the student path keeps its gradient. The
+    temperature is applied once to each side (spec pitfall 1). Averaged over the ``n`` points; exits
+    without teachers contribute 0 but count in the 1/M normaliser.
+    """
+    logits = _check_logits(logits)
+    M = len(logits)
+    tau = _check_tau(tau, logits[0].shape[:-2]).to(logits[0].device)[..., None, None]
+    total = torch.zeros(logits[0].shape[:-2], dtype=logits[0].dtype, device=logits[0].device)
+    for m, T in enumerate(_teacher_sets(M, teachers)):
+        if not T:
+            continue
+        log_student = F.log_softmax(logits[m] / tau, dim=-1)
+        for t in T:
+            teacher = F.softmax(logits[t].detach() / tau, dim=-1)
+            ce = -(teacher * log_student).sum(-1).mean(-1)
+            total = total + (tau[..., 0, 0] ** 2) * ce / len(T)
+    return total / M
+
+
+def multiexit_objective(logits, y, distill, tau=1.0, teachers: str = "last") -> torch.Tensor:
+    """Eqs. (6.1)/(6.6)/(6.7): (1/M) sum_m CE over labelled points + ``distill`` x eq. (6.4) over all points.
+
+    ``y``: labels of shape ``(..., n)``, ``-100`` for unlabelled points (semi-supervised, eq. 6.6: the CE
+    is a mean over labelled points, the distillation a mean over all). ``distill``: 0/1 (or a tensor per
+    model); 0 gives the exit-wise baseline (6.7).
+    """
+    logits = _check_logits(logits)
+    if not isinstance(y, torch.Tensor) or y.dtype != torch.int64 or y.shape != logits[0].shape[:-1]:
+        raise ValueError(f"y must be an int64 tensor of shape {tuple(logits[0].shape[:-1])}, got "
+                         f"{getattr(y, 'dtype', type(y).__name__)} {tuple(getattr(y, 'shape', ()))}")
+    K = logits[0].shape[-1]
+    labelled = y != -100
+    if ((y < 0) & labelled).any() or (y >= K).any():
+        raise ValueError(f"labels must be in 0..{K - 1} (or -100 for unlabelled points)")
+    if not labelled.any(-1).all():
+        raise ValueError("every model needs at least one labelled point in the batch")
+    distill = torch.as_tensor(distill, dtype=logits[0].dtype, device=logits[0].device)
+    count = labelled.sum(-1).to(logits[0].dtype)
+    ce = sum(F.cross_entropy(z.reshape(-1, K), y.reshape(-1), reduction="none", ignore_index=-100)
+             .reshape(y.shape).sum(-1) / count for z in logits) / len(logits)
+    if not (distill != 0).any():
+        return ce
+    return ce + distill * distillation_loss(logits, tau, teachers)
+
+
+class TemperatureAnnealer:
+    """Temperature annealing of Algorithm 6.1: tau <- tau * mult whenever the batch-mean max probability
+    of the tempered teacher, softmax(z_teacher / tau), exceeds ``mu``. tau never decreases.
+
+    Holds one temperature per model (``n_models``); ``active`` (bool per model) switches annealing off
+    for models trained at a constant temperature. Logs, per step, the raw teacher confidence (tau = 1),
+    the temperature-adjusted confidence and tau (the three curves of Fig. 6.6).
+    """
+
+    def __init__(self, mu: float = 0.5, mult: float = 1.05, tau0=1.0, n_models: int = 1, active=True):
+        if not 0 < mu < 1:
+            raise ValueError(f"mu must be in (0, 1), got {mu!r}")
+        if not mult >= 1 or not np.isfinite(mult):
+            raise ValueError(f"mult must be a finite number >= 1 (tau never decreases), got {mult!r}")
+        self.mu, self.mult = float(mu), float(mult)
+        self.tau = _check_tau(tau0, (n_models,)).expand(n_models).clone()
+        self.active = torch.as_tensor(active, dtype=torch.bool).expand(n_models).clone()
+        self.log = {"conf": [], "adj_conf": [], "tau": []}
+
+    def step(self, teacher_logits) -> torch.Tensor:
+        """One check per batch. ``teacher_logits``: ``(n, K)`` or ``(n_models, n, K)`` (the teachers' logits,
+        averaged as probabilities when a list is given). Returns the temperatures for the next step."""
+        zs = teacher_logits if isinstance(teacher_logits, (list, tuple)) else [teacher_logits]
+        zs = [z.detach().float().cpu() for z in _check_logits(zs)]
+        if zs[0].ndim == 2:
+            zs = [z[None] for z in zs]
+        if zs[0].shape[0] != len(self.tau):
+            raise ValueError(f"expected logits for {len(self.tau)} models, got {zs[0].shape[0]}")
+        tau = self.tau[:, None, None]
+        conf = (sum(F.softmax(z, -1) for z in zs) / len(zs)).max(-1).values.mean(-1)
+        adj = (sum(F.softmax(z / tau, -1) for z in zs) / len(zs)).max(-1).values.mean(-1)
+        self.log["conf"].append(conf.numpy().copy())
+        self.log["adj_conf"].append(adj.numpy().copy())
+        self.log["tau"].append(self.tau.numpy().copy())
+        self.tau = torch.where(self.active & (adj > self.mu), self.tau * self.mult, self.tau)
+        return self.tau
+
+    def history(self) -> dict:
+        """The logged curves as arrays of shape ``(steps, n_models)``."""
+        return {k: np.array(v) for k, v in self.log.items()}
+
+
+# --------------------------------------------------------------------------------------------
+# the network
+
+
+class MultiExitCNN(nn.Module):
+    """``n_models`` independent multi-exit CNNs (spec §3.1): stem ConvBNReLU, then one ConvBNReLU block
+    per exit (``widths``, ``strides``); exit m = global average pooling + linear layer after block m.
+
+    The models are grouped convolutions (``groups=n_models``), so each has its own weights and batch-norm
+    statistics; ``seeds`` (one per model) fixes each model's initialisation (PyTorch's default uniform
+    +-1/sqrt(fan_in)), so a model equals the same seed's model in any group. Input ``(n_models, B, C, H, W)``
+    (each model its own batch) or ``(B, C, H, W)`` (the same batch for all); output: list of ``M`` logits
+    tensors of shape ``(n_models, B, K)``.
+    """
+
+    def __init__(self, in_ch: int = 1, widths=(16, 32, 32, 64), strides=(1, 2, 1, 2), n_classes: int = 10,
+                 seeds=(0,)):
+        super().__init__()
+        widths, strides, seeds = tuple(widths), tuple(strides), [int(s) for s in seeds]
+        if not widths or len(widths) != len(strides) or any(w < 1 for w in widths) or any(s < 1 for s in strides):
+            raise ValueError(f"widths and strides must be equally long lists of positive ints, got {widths}, {strides}")
+        if in_ch < 1 or n_classes < 2 or not seeds:
+            raise ValueError(f"need in_ch >= 1, n_classes >= 2 and at least one seed, got {in_ch}, {n_classes}, {seeds}")
+        S = self.n_models = len(seeds)
+        self.in_ch, self.n_classes, self.n_exits = in_ch, n_classes, len(widths)
+        chans = (widths[0],) + widths
+        blocks = [self._conv_bn(in_ch, widths[0], 1)]
+        blocks += [self._conv_bn(chans[i], chans[i + 1], strides[i]) for i in range(len(widths))]
+        self.blocks = nn.ModuleList(blocks)
+        self.head_w = nn.ParameterList([nn.Parameter(torch.empty(S, w, n_classes)) for w in widths])
+        self.head_b = nn.ParameterList([nn.Parameter(torch.empty(S, n_classes)) for _ in widths])
+        self._init(seeds, chans)
+
+    def _conv_bn(self, cin, cout, stride):
+        S = self.n_models
+        return nn.Sequential(nn.Conv2d(S * cin, S * cout, 3, stride, 1, groups=S, bias=False),
+                             nn.BatchNorm2d(S * cout), nn.ReLU())
+
+    @torch.no_grad()
+    def _init(self, seeds, chans):
+        for i, s in enumerate(seeds):
+            g = torch.Generator().manual_seed(s)
+            uni = lambda shape, fan_in: (torch.rand(shape, generator=g) * 2 - 1) / fan_in ** 0.5  # noqa: E731
+            for block in self.blocks:
+                w = block[0].weight
+                cout = w.shape[0] // self.n_models
+                w[i * cout:(i + 1) * cout] = uni((cout, *w.shape[1:]), w[0].numel())
+            for hw, hb in zip(self.head_w, self.head_b):
+                hw[i] = uni(hw.shape[1:], hw.shape[1])
+                hb[i] = uni(hb.shape[1:], hw.shape[1])
+
+    def _stack(self, x):
+        S = self.n_models
+        if x.ndim == 4:
+            x = x.unsqueeze(0).expand(S, *x.shape)
+        if x.ndim != 5 or x.shape[0] != S or x.shape[2] != self.in_ch or x.shape[1] == 0:
+            raise ValueError(f"input must be (B, {self.in_ch}, H, W) or ({S}, B, {self.in_ch}, H, W), got {tuple(x.shape)}")
+        if not torch.isfinite(x).all():
+            raise ValueError("input contains NaN or infinite values")
+        B = x.shape[1]
+        return x.transpose(0, 1).reshape(B, S * self.in_ch, *x.shape[3:])
+
+    def _head(self, h, m):
+        B, SC = h.shape[:2]
+        pooled = h.mean((2, 3)).reshape(B, self.n_models, SC // self.n_models).transpose(0, 1)
+        return torch.baddbmm(self.head_b[m][:, None, :], pooled, self.head_w[m])
+
+    def forward_until(self, x, k: int, heads: str = "all"):
+        """Evaluate the trunk up to block ``k`` and the exits 1..k (``heads="all"``, anytime mode) or only
+        exit k (``heads="last"``, budget mode); returns the list of computed logits."""
+        if isinstance(k, bool) or not isinstance(k, (int, np.integer)) or not 1 <= k <= self.n_exits:
+            raise ValueError(f"k must be an int in 1..{self.n_exits}, got {k!r}")
+        k = int(k)
+        if heads not in ("all", "last"):
+            raise ValueError(f"heads must be 'all' or 'last', got {heads!r}")
+        h = self.blocks[0](self._stack(x))
+        out = []
+        for m in range(k):
+            h = self.blocks[m + 1](h)
+            if heads == "all" or m == k - 1:
+                out.append(self._head(h, m))
+        return out
+
+    def forward(self, x):
+        return self.forward_until(x, self.n_exits)
+
+
+# --------------------------------------------------------------------------------------------
+# data (the CIFAR(X) protocol of §6.3.1, on digits)
+
+
+@functools.lru_cache(maxsize=1)
+def _digits():
+    from sklearn.datasets import load_digits
+
+    digits = load_digits()
+    return digits.images.astype(np.float32), digits.target
+
+
+def digits_protocol(n_per_class: int, n_val_per_class: int, seed: int, pool_per_class: int = 100) -> dict:
+    """DIGITS(X), the CIFAR(X) protocol of thesis §6.3.1 on scikit-learn's digits (spec §3.1).
+
+    A fixed test set (every digit outside a per-class pool of ``pool_per_class`` images, chosen once
+    with RandomState(12345)); per ``seed``, X = ``n_per_class`` pool images per class, of which
+    ``n_val_per_class`` for validation, and the rest of the pool as unlabelled data. Images are
+    standardised with the training set's scalar mean and std. Returns tensors ``train=(X, y)``,
+    ``val=(X, y)``, ``unl=X``, ``test=(X, y)`` with images of shape ``(n, 1, 8, 8)``.
+    """
+    if not (isinstance(n_per_class, int) and isinstance(n_val_per_class, int)
+            and 1 <= n_val_per_class < n_per_class <= pool_per_class):
+        raise ValueError("need ints 1 <= n_val_per_class < n_per_class <= pool_per_class, got "
+                         f"{n_val_per_class}, {n_per_class}, {pool_per_class}")
+    X, y = _digits()
+    fixed = np.random.RandomState(12345)
+    pools = [fixed.permutation(np.flatnonzero(y == c))[:pool_per_class] for c in range(10)]
+    if min(len(p) for p in pools) < pool_per_class:
+        raise ValueError(f"pool_per_class={pool_per_class} exceeds the smallest class of digits")
+    test = np.setdiff1d(np.arange(len(y)), np.concatenate(pools))
+    rng = np.random.RandomState(seed)
+    parts = {"train": [], "val": [], "unl": []}
+    for p in pools:
+        p = rng.permutation(p)
+        parts["val"].append(p[:n_val_per_class])
+        parts["train"].append(p[n_val_per_class:n_per_class])
+        parts["unl"].append(p[n_per_class:])
+    idx = {k: np.concatenate(v) for k, v in parts.items()}
+    mean, std = X[idx["train"]].mean(), X[idx["train"]].std()
+    img = lambda i: torch.from_numpy((X[i] - mean) / std).unsqueeze(1)  # noqa: E731
+    lab = lambda i: torch.from_numpy(y[i]).long()  # noqa: E731
+    return {"train": (img(idx["train"]), lab(idx["train"])), "val": (img(idx["val"]), lab(idx["val"])),
+            "unl": img(idx["unl"]), "test": (img(test), lab(test))}
+
+
+def cifar100_protocol(n_per_class: int, n_val_per_class: int, seed: int) -> dict:
+    """CIFAR(X) of thesis §6.3.1 (paper scale, downloads CIFAR-100): X training images per class from the
+    official training set, ``n_val_per_class`` of them for validation, the rest of the 500 per class as
+    unlabelled data, the official test set; same keys as :func:`digits_protocol`."""
+    from lib.data import load_online
+
+    split = load_online("cifar100")
+    y = split.y_train.numpy()
+    rng = np.random.RandomState(seed)
+    parts = {"train": [], "val": [], "unl": []}
+    for c in range(100):
+        p = rng.permutation(np.flatnonzero(y == c))
+        parts["val"].append(p[:n_val_per_class])
+        parts["train"].append(p[n_val_per_class:n_per_class])
+        parts["unl"].append(p[n_per_class:])
+    idx = {k: torch.from_numpy(np.concatenate(v)) for k, v in parts.items()}
+    mean = split.X_train[idx["train"]].mean((0, 2, 3), keepdim=True)
+    std = split.X_train[idx["train"]].std((0, 2, 3), keepdim=True)
+    norm = lambda t: (t - mean) / std  # noqa: E731
+    return {"train": (norm(split.X_train[idx["train"]]), split.y_train[idx["train"]]),
+            "val": (norm(split.X_train[idx["val"]]), split.y_train[idx["val"]]),
+            "unl": norm(split.X_train[idx["unl"]]), "test": (norm(split.X_test), split.y_test)}
+
+
+# --------------------------------------------------------------------------------------------
+# training (Algorithm 6.1)
+
+
+def train_multiexit(model: MultiExitCNN, X, y, distill, cfg: MultiExitConfig, *, const_tau=None,
+                    teachers: str = "last", X_unl=None, order_seeds=None, progress: bool = True, desc: str = ""):
+    """Train every model of ``model`` with SGD (Nesterov, step LR) on eq. (6.7) or (6.1)/(6.6).
+
+    ``X``: ``(n_models, n, C, H, W)``, ``y``: ``(n_models, n)``, each model's own training set.
+    ``distill``: bool per model (False = exit-wise baseline). ``const_tau``: per model ``None``
+    (annealing, Algorithm 6.1) or a constant temperature. ``X_unl``: per-model unlabelled images
+    ``(n_models, n_u, ...)``: if given, each batch adds as many unlabelled images (drawn with
+    replacement) as labelled ones and the distillation term covers both (eq. 6.6). An epoch is one pass
+    over the labelled data. ``order_seeds`` (one int per model, default the model index) seeds each
+    model's batch order: models compared in pairs (EW vs D on the same seed) share it, so that their
+    difference is due to the objective alone. Returns the :class:`TemperatureAnnealer` (its log holds
+    Fig. 6.6's curves).
+    """
+    from tqdm.auto import tqdm
+
+    S, n = model.n_models, X.shape[1] if X.ndim == 5 else 0
+    if X.ndim != 5 or X.shape[0] != S or n == 0 or y.shape != (S, n) or y.dtype != torch.int64:
+        raise ValueError(f"need X of shape ({S}, n, C, H, W) and int64 y of shape ({S}, n), got "
+                         f"{tuple(X.shape)}, {tuple(y.shape)} {y.dtype}")
+    if X_unl is not None and (X_unl.ndim != 5 or X_unl.shape[0] != S or X_unl.shape[1] == 0):
+        raise ValueError(f"X_unl must have shape ({S}, n_u, C, H, W), got {tuple(X_unl.shape)}")
+    distill = torch.as_tensor(distill, dtype=torch.bool).expand(S)
+    const_tau = [None] * S if const_tau is None else list(const_tau)
+    if len(const_tau) != S:
+        raise ValueError(f"const_tau needs one entry per model ({S}), got {len(const_tau)}")
+    tau0 = [1.0 if t is None else float(t) for t in const_tau]
+    annealer = TemperatureAnnealer(cfg.mu, cfg.tau_mult, tau0, S, active=[t is None for t in const_tau])
+    steps_per_epoch = -(-n // cfg.batch_size)
+    total = cfg.epochs * steps_per_epoch
+    opt = torch.optim.SGD(model.parameters(), lr=cfg.lr, momentum=cfg.momentum, nesterov=True,
+                          weight_decay=cfg.weight_decay)
+    sched = torch.optim.lr_scheduler.MultiStepLR(opt, [int(f * total) for f in cfg.milestones], 0.1)
+    order_seeds = list(range(S)) if order_seeds is None else [int(s) for s in order_seeds]
+    if len(order_seeds) != S:
+        raise ValueError(f"order_seeds needs one entry per model ({S}), got {len(order_seeds)}")
+    gens = [torch.Generator().manual_seed(s) for s in order_seeds]
+    rows = torch.arange(S)[:, None]
+    dev = next(model.parameters()).device  # CPU here; a GPU at paper scale (Colab)
+    X, y = X.to(dev), y.to(dev)
+    X_unl = None if X_unl is None else X_unl.to(dev)
+    rows = rows.to(dev)
+    model.train()
+    bar = tqdm(total=total, desc=desc or "training", disable=not progress, leave=False)
+    for _ in range(cfg.epochs):
+        perm = torch.stack([torch.randperm(n, generator=g) for g in gens])
+        for b in range(steps_per_epoch):
+            idx = perm[:, b * cfg.batch_size:(b + 1) * cfg.batch_size].to(dev)
+            xb, yb = X[rows, idx], y[rows, idx]
+            if X_unl is not None:
+                u = torch.stack([torch.randint(X_unl.shape[1], idx.shape[1:], generator=g) for g in gens]).to(dev)
+                xb = torch.cat([xb, X_unl[rows, u]], 1)
+                yb = torch.cat([yb, torch.full_like(yb, -100)], 1)
+            logits = model(xb)
+            loss = multiexit_objective(logits, yb, distill.to(logits[0].dtype), annealer.tau, teachers).sum()
+            opt.zero_grad(set_to_none=True)
+            loss.backward()
+            opt.step()
+            sched.step()
+            teacher_ids = sorted({t for T in _teacher_sets(len(logits), teachers) for t in T})
+            annealer.step([logits[t] for t in teacher_ids])
+            bar.update()
+    bar.close()
+    model.eval()
+    return annealer
+
+
+# --------------------------------------------------------------------------------------------
+# evaluation: per exit, budget mode, anytime mode (§6.2.2)
+
+
+@torch.no_grad()
+def exit_probs(model: MultiExitCNN, X) -> np.ndarray:
+    """Softmax outputs (tau = 1) of every exit, in eval mode: array ``(n_models, M, n, K)``."""
+    model.eval()
+    X = X.to(next(model.parameters()).device)
+    return np.stack([F.softmax(z, -1).cpu().numpy() for z in model(X)], axis=1)
+
+
+def _topk_correct(probs: np.ndarray, y: np.ndarray, topk: int) -> np.ndarray:
+    top = np.argsort(-probs, axis=-1, kind="stable")[..., :topk]
+    return (top == y[..., None]).any(-1)
+
+
+def _check_probs(probs, y, topk):
+    probs = _as_array(probs, "probs", 3)
+    y = np.asarray(y)
+    if y.ndim != 1 or y.shape[0] != probs.shape[-2] or not np.issubdtype(y.dtype, np.integer):
+        raise ValueError(f"y must be an integer vector of length {probs.shape[-2]}, got {y.dtype} {y.shape}")
+    if (y < 0).any() or (y >= probs.shape[-1]).any():
+        raise ValueError(f"labels must be in 0..{probs.shape[-1] - 1}")
+    if not isinstance(topk, int) or not 1 <= topk <= probs.shape[-1]:
+        raise ValueError(f"topk must be an int in 1..{probs.shape[-1]}, got {topk!r}")
+    return probs, y
+
+
+def per_exit_accuracy(probs, y, topk: int = 1) -> np.ndarray:
+    """Accuracy (%) of each exit: ``probs`` ``(..., M, n, K)`` -> ``(..., M)``."""
+    probs, y = _check_probs(probs, y, topk)
+    return 100.0 * _topk_correct(probs, y, topk).mean(-1)
+
+
+def budget_mode_accuracy(val_acc, test_acc) -> np.ndarray:
+    """Budget mode (§6.2.2): for every budget k, the test accuracy of the exit with the best validation
+    accuracy among exits 1..k (ties: the earliest). Shapes ``(..., M)`` -> ``(..., M)``."""
+    val_acc, test_acc = _as_array(val_acc, "val_acc"), _as_array(test_acc, "test_acc")
+    if val_acc.shape != test_acc.shape:
+        raise ValueError(f"val_acc and test_acc must have the same shape, got {val_acc.shape} and {test_acc.shape}")
+    M = val_acc.shape[-1]
+    best = np.stack([np.argmax(val_acc[..., :k], axis=-1) for k in range(1, M + 1)], axis=-1)
+    return np.take_along_axis(test_acc, best, axis=-1)
+
+
+def anytime_mode_accuracy(probs, y, topk: int = 1) -> np.ndarray:
+    """Anytime mode (§6.2.2): accuracy (%) of the average of the first k exits' probabilities, for every
+    k. ``probs`` ``(..., M, n, K)`` (softmax at tau = 1), ``y`` ``(n,)`` -> ``(..., M)``."""
+    probs, y = _check_probs(probs, y, topk)
+    M = probs.shape[-3]
+    ensembles = np.cumsum(probs, axis=-3) / np.arange(1, M + 1)[:, None, None]
+    return 100.0 * _topk_correct(ensembles, y, topk).mean(-1)
+
+
+def mean_ci95(a, axis: int = 0):
+    """Mean and 1.96 x standard error along ``axis`` (the thesis' "±"); needs at least two values."""
+    a = _as_array(a, "a")
+    n = a.shape[axis]
+    if n < 2:
+        raise ValueError(f"need at least two values along axis {axis} for an interval, got {n}")
+    return a.mean(axis), 1.96 * a.std(axis, ddof=1) / np.sqrt(n)
+
+
+@torch.no_grad()
+def time_inference(model: MultiExitCNN, x, mode: str, k: int, n_runs: int = 200):
+    """Table E.1: wall time (s) of one prediction with budget k: mean, std and median over ``n_runs``
+    (the median is little disturbed by other processes on a shared machine).
+
+    Budget mode computes the trunk up to block k and exit k only; anytime mode computes exits 1..k and
+    averages their probabilities.
+    """
+    if mode not in ("budget", "anytime"):
+        raise ValueError(f"mode must be 'budget' or 'anytime', got {mode!r}")
+    if not isinstance(n_runs, int) or n_runs < 2:
+        raise ValueError(f"n_runs must be an int >= 2, got {n_runs!r}")
+    model.eval()
+    times = []
+    for _ in range(n_runs + 1):
+        t0 = time.perf_counter()
+        if mode == "budget":
+            F.softmax(model.forward_until(x, k, heads="last")[0], -1)
+        else:
+            torch.stack([F.softmax(z, -1) for z in model.forward_until(x, k)]).mean(0)
+        times.append(time.perf_counter() - t0)
+    times = np.array(times[1:])  # the first call warms up
+    return float(times.mean()), float(times.std()), float(np.median(times))
