@@ -153,22 +153,31 @@ def format_value(value, digits: int = 3) -> str:
     return str(value)
 
 
+def markdown_table(header, rows, digits: int = 3) -> str:
+    """A Markdown table of computed values (cells formatted by :func:`format_value`, ``|`` escaped)."""
+    header = list(header)
+    cell = lambda v: format_value(v, digits).replace("|", "\\|").replace("\n", " ")  # noqa: E731
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for i, row in enumerate(rows):
+        row = list(row)
+        if len(row) != len(header):
+            raise ValueError(f"row {i} has {len(row)} cells, the header {len(header)}")
+        lines.append("| " + " | ".join(cell(v) for v in row) + " |")
+    return "\n".join(lines)
+
+
 def paper_vs_ours_markdown(rows, digits: int = 3) -> str:
     """The "Paper vs this book" table as Markdown text (see :func:`paper_vs_ours`)."""
     rows = list(rows)
     if not rows:
         raise ValueError("paper_vs_ours needs at least one row")
-    lines = ["| " + " | ".join(TABLE_HEADERS) + " |", "|" + "---|" * len(TABLE_HEADERS)]
     for i, row in enumerate(rows):
         if not isinstance(row, dict) or "quantity" not in row:
             raise ValueError(f"row {i} must be a dict with at least a 'quantity' key, got {row!r}")
         unknown = set(row) - set(TABLE_COLUMNS)
         if unknown:
             raise ValueError(f"row {i} has unknown keys {sorted(unknown)}; allowed: {TABLE_COLUMNS}")
-        cells = [format_value(row.get(key), digits).replace("|", "\\|").replace("\n", " ")
-                 for key in TABLE_COLUMNS]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines)
+    return markdown_table(TABLE_HEADERS, ([row.get(k) for k in TABLE_COLUMNS] for row in rows), digits)
 
 
 def paper_vs_ours(rows, digits: int = 3):

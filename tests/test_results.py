@@ -73,3 +73,9 @@ def test_table_markdown():
 def test_table_rejects_bad_rows(rows):
     with pytest.raises(ValueError):
         results.paper_vs_ours_markdown(rows)
+
+
+def test_markdown_table_checks_row_length():
+    assert results.markdown_table(["a", "b"], [[1, 0.5]]).splitlines()[2] == "| 1 | 0.5 |"
+    with pytest.raises(ValueError, match="row 0 has 1 cells"):
+        results.markdown_table(["a", "b"], [[1]])
