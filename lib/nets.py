@@ -192,8 +192,3 @@ class BatchedMLP(torch.nn.Module):
             raise ValueError(f"model index must be in [0, {self.n_models}), got {m}")
         return [(W[m].detach().clone(), b[m].detach().clone()) for W, b in zip(self.weights, self.biases)]
 
-
-def params_to_numpy(params) -> list:
-    """``[(W, b), ...]`` as float64 numpy arrays (for exact geometry in numpy)."""
-    _check_params(params)
-    return [(W.detach().double().numpy(), b.detach().double().numpy()) for W, b in params]

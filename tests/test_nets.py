@@ -90,7 +90,3 @@ def test_batched_mlp_bad_input():
     with pytest.raises(ValueError, match="one seed per model"):
         nets.BatchedMLP([3, 1], n_models=2, seeds=[1])
 
-
-def test_params_to_numpy():
-    arrays = nets.params_to_numpy(nets.init_mlp([2, 3, 1], seed=0))
-    assert arrays[0][0].dtype.name == "float64" and arrays[0][0].shape == (3, 2)
