@@ -3,7 +3,7 @@
 Offline (no network, ever): :func:`synthetic_2d` (toy 2-D problems), :func:`load_digits_split`
 (scikit-learn's bundled 8x8 digits) and :func:`make_mnist1d` (MNIST-1D, generated procedurally by
 the ``mnist1d`` package and cached; never downloaded). Online: :func:`load_online` fetches MNIST,
-CIFAR-100 or IMDB, verifies the MD5 checksum and caches the files; it runs only at the ``paper``
+CIFAR-10, CIFAR-100 or IMDB, verifies the MD5 checksum and caches the files; it runs only at the ``paper``
 scale and fails with a clear message when the machine is offline.
 """
 
@@ -155,6 +155,10 @@ ONLINE_SOURCES = {
         ("https://ossci-datasets.s3.amazonaws.com/mnist/t10k-labels-idx1-ubyte.gz",
          "t10k-labels-idx1-ubyte.gz", "ec29112dd5afa0611ce80d1b7f02629c"),
     ],
+    "cifar10": [
+        ("https://www.cs.toronto.edu/~kriz/cifar-10-python.tar.gz",
+         "cifar-10-python.tar.gz", "c58f30108f718f92721af3b95e74349a"),
+    ],
     "cifar100": [
         ("https://www.cs.toronto.edu/~kriz/cifar-100-python.tar.gz",
          "cifar-100-python.tar.gz", "eb9058c3a382ffc7106e4002c42a8d85"),
@@ -219,14 +223,24 @@ def _parse_mnist(files) -> DataSplit:
     return DataSplit(f(Xtr, torch.float32), f(ytr, torch.int64), f(Xte, torch.float32), f(yte, torch.int64), "mnist")
 
 
-def _parse_cifar100(files) -> DataSplit:
+# Members of the CIFAR archives per split, and the key of their labels (CIFAR-10: 5 training batches).
+_CIFAR_LAYOUT = {
+    "cifar10": ({"train": [f"cifar-10-batches-py/data_batch_{i}" for i in range(1, 6)],
+                 "test": ["cifar-10-batches-py/test_batch"]}, b"labels"),
+    "cifar100": ({"train": ["cifar-100-python/train"], "test": ["cifar-100-python/test"]}, b"fine_labels"),
+}
+
+
+def _parse_cifar(name: str, files) -> DataSplit:
+    members, label_key = _CIFAR_LAYOUT[name]
     parts = {}
     with tarfile.open(files[0]) as tar:
-        for split in ("train", "test"):
-            d = pickle.load(tar.extractfile(f"cifar-100-python/{split}"), encoding="bytes")
-            X = np.asarray(d[b"data"], dtype=np.float32).reshape(-1, 3, 32, 32) / 255.0
-            parts[split] = (torch.from_numpy(X), torch.as_tensor(d[b"fine_labels"], dtype=torch.int64))
-    return DataSplit(*parts["train"], *parts["test"], "cifar100")
+        for split, names in members.items():
+            batches = [pickle.load(tar.extractfile(m), encoding="bytes") for m in names]
+            X = np.concatenate([np.asarray(d[b"data"], dtype=np.float32) for d in batches]).reshape(-1, 3, 32, 32)
+            y = np.concatenate([np.asarray(d[label_key], dtype=np.int64) for d in batches])
+            parts[split] = (torch.from_numpy(X / 255.0), torch.from_numpy(y))
+    return DataSplit(*parts["train"], *parts["test"], name)
 
 
 def _parse_imdb(files) -> dict:
@@ -240,11 +254,13 @@ def _parse_imdb(files) -> dict:
     return {split: {"text": t, "label": np.array(l)} for split, (t, l) in texts.items()}
 
 
-_PARSERS = {"mnist": _parse_mnist, "cifar100": _parse_cifar100, "imdb": _parse_imdb}
+_PARSERS = {"mnist": _parse_mnist, "imdb": _parse_imdb,
+            "cifar10": lambda files: _parse_cifar("cifar10", files),
+            "cifar100": lambda files: _parse_cifar("cifar100", files)}
 
 
 def load_online(name: str, root: Path | None = None):
-    """MNIST or CIFAR-100 as a :class:`DataSplit`, or IMDB as ``{split: {"text", "label"}}``.
+    """MNIST, CIFAR-10 or CIFAR-100 as a :class:`DataSplit`, or IMDB as ``{split: {"text", "label"}}``.
 
     Only at ``REPRO_SCALE=paper``: the other scales never touch the network. Files are MD5-verified
     and cached under ``root`` (default ``~/.cache/relu-book``).

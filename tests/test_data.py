@@ -99,3 +99,28 @@ def test_mnist_parser_reads_idx(tmp_path):
     split = data._parse_mnist(files)
     assert split.X_train.shape == (2, 28, 28) and split.y_test.tolist() == [3, 5]
     assert float(split.X_train.max()) == 1.0
+
+
+@pytest.mark.parametrize("name", ["cifar10", "cifar100"])
+def test_cifar_archives_parse(tmp_path, name):
+    """A miniature archive with the real member names and keys parses to (N, 3, 32, 32) in [0, 1]."""
+    import io
+    import pickle
+    import tarfile
+
+    members, label_key = data._CIFAR_LAYOUT[name]
+    archive = tmp_path / f"{name}.tar.gz"
+    with tarfile.open(archive, "w:gz") as tar:
+        for split, names in members.items():
+            for k, member in enumerate(names):
+                batch = {b"data": np.full((2, 3072), 255 * (k % 2), dtype=np.uint8), label_key: [k, k + 1]}
+                blob = pickle.dumps(batch)
+                info = tarfile.TarInfo(member)
+                info.size = len(blob)
+                tar.addfile(info, io.BytesIO(blob))
+    split = data._PARSERS[name]([archive])
+    n_train = 2 * len(members["train"])
+    assert split.X_train.shape == (n_train, 3, 32, 32) and split.X_test.shape == (2, 3, 32, 32)
+    assert split.y_train.dtype == torch.int64 and split.y_train.tolist()[:2] == [0, 1]
+    assert float(split.X_train.max()) <= 1.0 and float(split.X_train.min()) >= 0.0
+    assert split.name == name
