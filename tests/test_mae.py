@@ -117,12 +117,25 @@ def test_train_mae_runs_and_logs(kind):
     else:
         model = mae.FiniteMAE([0, 1], torch.full((10,), 0.1), hidden=8, k=5 if kind == "iwae" else 1)
     before = [p.detach().clone() for p in model.r_parameters()]
-    trace = mae.train_mae(model, [None, 1.0], C=1.0, steps=4, batch=16, log_every=2)
+    trace = mae.train_mae(model, [None, 1.0], C=1.0, steps=4, batch=16, log_every=2, clip=1.0, anneal=0.5)
     steps, elbo, mi = trace.as_arrays()
     assert list(steps) == [2, 4] and elbo.shape == mi.shape == (2, 2) and np.all(np.isfinite(elbo))
     assert any(not torch.equal(a, b) for a, b in zip(before, model.r_parameters()))  # r was updated
     ih = mae.infomax_estimate(model, 100)
     assert ih.shape == (2,) and np.all(np.isfinite(ih))
+
+
+def test_clip_per_model_and_anneal(monkeypatch):
+    """Clipping rescales each model's gradient separately; the annealed model lr ends at lr / 10."""
+    a = torch.nn.Parameter(torch.zeros(2, 3))
+    a.grad = torch.tensor([[3.0, 4.0, 0.0], [0.3, 0.4, 0.0]])
+    mae._clip_per_model([a], 1.0)
+    assert torch.allclose(a.grad, torch.tensor([[0.6, 0.8, 0.0], [0.3, 0.4, 0.0]]))
+    seen, step = [], torch.optim.Adam.step
+    monkeypatch.setattr(torch.optim.Adam, "step", lambda self: (seen.append(self.param_groups[0]["lr"]), step(self)))
+    mae.train_mae(mae.NormalMAE([0], hidden=4), [1.0], steps=10, lr=1e-2, lr_r=1e-3, batch=8, anneal=0.5)
+    model_lrs, r_lrs = seen[0::2], seen[1::2]  # UPDATEMODEL and UPDATEMIESTIMATE alternate
+    assert model_lrs[:5] == [1e-2] * 5 and model_lrs[-1] == pytest.approx(1e-3) and r_lrs == [1e-3] * 10
 
 
 def test_penalty_sign_pushes_mi_towards_target():
@@ -139,7 +152,8 @@ def test_penalty_sign_pushes_mi_towards_target():
 def test_train_mae_validation():
     model = mae.NormalMAE([0], hidden=4)
     for kwargs in ({"targets": [1.0, 2.0]}, {"targets": [-1.0]}, {"targets": [np.nan]},
-                   {"targets": [1.0], "C": -1.0}, {"targets": [1.0], "steps": 0}):
+                   {"targets": [1.0], "C": -1.0}, {"targets": [1.0], "steps": 0},
+                   {"targets": [1.0], "clip": 0.0}, {"targets": [1.0], "anneal": 1.5}):
         with pytest.raises(ValueError):
             mae.train_mae(model, **{"steps": 1, **kwargs})
     with pytest.raises(ValueError):
@@ -217,3 +231,75 @@ def test_configs_and_paper_scale_one_step():
     trace = mae.train_mae(text, [None, cfg.text_targets[-1]], C=cfg.text_C, steps=1, lr=cfg.text_lr,
                           batch=cfg.text_batch)
     assert np.all(np.isfinite(trace.as_arrays()[1]))
+
+
+# ----------------------------------------------------------------------------- IMDB sentences (paper scale)
+def test_sentence_preprocessing_on_a_string():
+    reviews = ["This movie was GREAT!<br /><br />I loved it. The plot, however, was thin and the ending "
+               "was far too long for me to enjoy it.", "Bad. Don't watch it?", 42]
+    with pytest.raises(ValueError):
+        mae.split_sentences("a single string", 8)
+    with pytest.raises(ValueError):
+        mae.split_sentences(reviews[:2], 0)
+    sents = mae.split_sentences(reviews[:2], max_len=8)
+    assert sents == [["this", "movie", "was", "great", "!"], ["i", "loved", "it", "."], ["bad", "."],
+                     ["don't", "watch", "it", "?"]]  # the 17-word sentence is dropped
+    assert mae.split_sentences(["a b c d ."], max_len=3) == []  # punctuation does not count, words do
+    vocab = mae.build_vocab(sents, 3)
+    assert vocab == ["<pad>", "<bos>", "<eos>", "<unk>", ".", "it", "!"]  # by count, ties alphabetical
+    tok = mae.encode_sentences(sents, vocab, max_tokens=4)
+    assert tok.shape == (4, 5) and tok.dtype == torch.long
+    assert tok[1].tolist() == [mae.UNK, mae.UNK, 5, 4, mae.EOS] and tok[2].tolist() == [mae.UNK, 4, mae.EOS, 0, 0]
+    assert mae.decode_tokens(tok[1], vocab) == "<unk> <unk> it ."
+    with pytest.raises(ValueError):
+        mae.build_vocab(sents, 0)
+    with pytest.raises(ValueError):
+        mae.encode_sentences([], vocab, 4)
+
+
+def _synthetic_tokens(n, T, vocab_size, seed=0):
+    gen = torch.Generator().manual_seed(seed)
+    tok = torch.randint(4, vocab_size, (n, T), generator=gen)
+    lengths = torch.randint(2, T, (n,), generator=gen)
+    for i, L in enumerate(lengths.tolist()):
+        tok[i, L], tok[i, L + 1:] = mae.EOS, mae.PAD
+    return tok
+
+
+def test_sequence_mae_paper_shapes_one_step():
+    """One Algorithm 4.1 step of the paper-scale text model (biLSTM resampling encoder, LSTM decoder fed z,
+    biLSTM r, REINFORCE MI gradient) with the paper configuration's shapes on synthetic tokens."""
+    cfg = mae.CONFIGS.paper
+    tok = _synthetic_tokens(32, cfg.imdb_max_tokens + 1, cfg.imdb_vocab)
+    model = mae.SequenceMAE(tok, cfg.imdb_vocab, latent_dim=cfg.imdb_latent, emb=cfg.imdb_emb,
+                            hidden=cfg.imdb_hidden, k=cfg.resample_k)
+    dec_before = model.dec_out.weight.detach().clone()
+    r_before = model.r_out.weight.detach().clone()
+    trace = mae.train_mae(model, [cfg.imdb_targets[-1]], C=cfg.imdb_C, steps=1, lr=cfg.imdb_lr, batch=8)
+    assert np.all(np.isfinite(trace.as_arrays()[1]))
+    assert not torch.equal(dec_before, model.dec_out.weight) and not torch.equal(r_before, model.r_out.weight)
+    x = model.sample_x(torch.randn(5, cfg.imdb_latent), torch.Generator().manual_seed(0))
+    assert x.shape == (5, tok.shape[1]) and not ((x == mae.PAD) | (x == mae.BOS))[:, 0].any()
+    assert ((x == mae.EOS).sum(1) == 1).all()  # every sample ends exactly once
+
+
+def test_sequence_mae_small():
+    tok = _synthetic_tokens(40, 7, 12)
+    with pytest.raises(ValueError):
+        mae.SequenceMAE(tok, 10)  # token ids beyond the vocabulary
+    with pytest.raises(ValueError):
+        mae.SequenceMAE(tok, 12, hidden=0)
+    state = torch.random.get_rng_state()
+    model = mae.SequenceMAE(tok, 12, latent_dim=2, emb=8, hidden=8, k=3)
+    assert torch.equal(state, torch.random.get_rng_state())  # seeded without touching the global RNG
+    assert torch.equal(mae.SequenceMAE(tok, 12, latent_dim=2, emb=8, hidden=8).dec_out.weight, model.dec_out.weight)
+    gen = torch.Generator().manual_seed(1)
+    # log p(x|z) scores tokens up to <eos> only: what follows (padding) does not change it
+    x, z = tok[:6].clone(), torch.randn(6, 2, generator=gen)
+    lp = model.log_p_x_given_z(x, z)
+    x[x == mae.PAD] = 5
+    assert torch.all(lp < 0) and torch.allclose(model.log_p_x_given_z(x, z), lp)
+    assert mae.infomax_estimate(model, 16).shape == (1,)
+    exact, words, y = mae.sequence_reconstruction_rates(model, tok[:10])
+    assert 0.0 <= exact <= words <= 1.0 and y.shape == (10, 7)
+    assert model.encode_sample(tok[:3], gen).shape == (3, 2)
