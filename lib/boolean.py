@@ -687,11 +687,14 @@ def _adam_step(theta, grad, state, lr, betas=(0.9, 0.999), eps=1e-8) -> None:
 
 
 def _fit(model: StackedMLP, X: torch.Tensor, Y: torch.Tensor, epochs: int, lr: float, desc: str,
-         progress: bool = True, compact_every: int | None = None, record: bool = False):
+         progress: bool = True, compact_every: int | None = None, record: bool = False,
+         best_accuracy: torch.Tensor | None = None):
     """Full-batch Adam on stacked nets with mean BCE per net; returns (solved at any epoch, curves).
 
     ``curves`` (epochs, nets) holds every net's loss per epoch when ``record`` (then no net is
     dropped); otherwise every ``compact_every`` epochs the solved nets leave the computation.
+    ``best_accuracy`` (nets,), if given, is filled in place with each net's best fraction of correct
+    points over the epochs (Chapter 6, higher dimensions: Figs. 3.8-3.9).
     """
     from tqdm.auto import tqdm
 
@@ -703,8 +706,11 @@ def _fit(model: StackedMLP, X: torch.Tensor, Y: torch.Tensor, epochs: int, lr: f
     bce = torch.nn.functional.binary_cross_entropy_with_logits
     for epoch in tqdm(range(epochs), desc=desc, disable=not progress, mininterval=1.0):
         out, zs = model.forward(X, keep=True)
-        now = ((out > 0) == target).all(0)
+        correct = (out > 0) == target
+        now = correct.all(0)
         solved[active[now]] = True
+        if best_accuracy is not None:
+            best_accuracy[active] = torch.maximum(best_accuracy[active], correct.float().mean(0))
         if record:
             curves[epoch] = bce(out, Y, reduction="none").mean(0)
         model.backward(X, zs, (torch.sigmoid(out) - Y) / X.shape[0])  # d(mean BCE)/d logits
@@ -715,7 +721,10 @@ def _fit(model: StackedMLP, X: torch.Tensor, Y: torch.Tensor, epochs: int, lr: f
             state["m"], state["v"] = model.keep_nets(~now, state["m"], state["v"])
             active, Y, target = active[~now], Y[:, ~now], target[:, ~now]
     else:
-        solved[active[((model.forward(X) > 0) == target).all(0)]] = True
+        correct = (model.forward(X) > 0) == target
+        solved[active[correct.all(0)]] = True
+        if best_accuracy is not None:
+            best_accuracy[active] = torch.maximum(best_accuracy[active], correct.float().mean(0))
     return solved.numpy(), (None if curves is None else curves.numpy())
 
 
@@ -770,14 +779,20 @@ def subnetworks(model: StackedMLP, subsets, nets) -> StackedMLP:
 
 
 def prune_and_finetune(table, width: int, alpha: float, parents: int, epochs: int, lr: float = 0.025,
-                       seed: int = 0, max_width: int = 3, progress: bool = True) -> dict:
+                       seed: int = 0, max_width: int = 3, progress: bool = True,
+                       finetune_epochs: int | None = None, record: bool = True,
+                       stop_at_first: bool = False) -> dict:
     """Exhaustive pruning of one-hidden-layer nets (thesis §3.4.4, Table 3.4, Fig. 3.10).
 
-    Trains ``parents`` width-``width`` nets on ``table``; for every parent that ends classifying all
-    corners, every sub-network keeping k <= ``max_width`` hidden units (all C(width, k) of them,
-    with the parent's weights) is fine-tuned for ``epochs`` with the same Adam, all in one batch.
-    Returns ``parent_solved`` (parents,), ``parents_used`` (indices), and per k: ``subsets[k]``,
-    ``solved[k]`` (used parents, C(width, k)) and ``curves[k]`` (epochs, used parents, C(width, k)).
+    Trains ``parents`` width-``width`` nets on ``table`` for ``epochs``; for every parent that ends
+    classifying all corners, every sub-network keeping k <= ``max_width`` hidden units (all
+    C(width, k) of them, with the parent's weights) is fine-tuned for ``finetune_epochs`` (default
+    ``epochs``) with the same Adam, all in one batch. With ``stop_at_first`` (the thesis' loop) a
+    parent's sub-networks of width k are tried only while none of a smaller width has succeeded.
+    Returns ``parent_solved`` (parents,), ``parents_used`` (indices), ``smallest`` (used parents,):
+    the smallest successful width (0: none up to ``max_width``), and per k: ``subsets[k]``,
+    ``solved[k]`` (used parents, C(width, k); False where not tried), ``tried[k]`` (used parents,)
+    and, when ``record``, ``curves[k]`` (finetune_epochs, used parents, C(width, k)), else None.
     """
     t, n = check_tables(table, max_n=12)
     if t.ndim != 1:
@@ -786,24 +801,37 @@ def prune_and_finetune(table, width: int, alpha: float, parents: int, epochs: in
         raise ValueError(f"need ints 1 <= max_width <= width, got {max_width!r}, {width!r}")
     if not isinstance(parents, int) or parents < 1 or not isinstance(epochs, int) or epochs < 1:
         raise ValueError(f"parents and epochs must be positive ints, got {parents!r}, {epochs!r}")
+    finetune_epochs = epochs if finetune_epochs is None else finetune_epochs
+    if not isinstance(finetune_epochs, int) or finetune_epochs < 1:
+        raise ValueError(f"finetune_epochs must be a positive int, got {finetune_epochs!r}")
     X = torch.tensor(cube(n), dtype=torch.float32)
     labels = torch.tensor(t, dtype=torch.float32)[:, None]
     parent = StackedMLP([n, width, 1], parents, alpha, seed)
     _fit(parent, X, labels.repeat(1, parents), epochs, lr, f"parents width {width}", progress)
     parent_solved = ((parent.forward(X) > 0) == (labels > 0.5)).all(0).numpy()
     used = np.flatnonzero(parent_solved)
-    result = {"parent_solved": parent_solved, "parents_used": used, "subsets": {}, "solved": {}, "curves": {}}
-    W1, b1, W2, b2 = parent.params  # (n, w, P), (w, P), (w, 1, P), (1, P)
+    smallest = np.zeros(len(used), dtype=int)
+    result = {"parent_solved": parent_solved, "parents_used": used, "smallest": smallest, "subsets": {},
+              "solved": {}, "tried": {}, "curves": {}}
     for k in range(1, max_width + 1):
         subsets = list(itertools.combinations(range(width), k))
         result["subsets"][k] = subsets
-        if len(used) == 0:
+        tried = smallest == 0 if stop_at_first else np.ones(len(used), dtype=bool)
+        if not tried.any():
             continue
-        child = subnetworks(parent, subsets, used)
-        solved, curves = _fit(child, X, labels.repeat(1, child.B), epochs, lr, f"sub-networks of width {k}",
-                              progress, record=True)
-        result["solved"][k] = solved.reshape(len(used), len(subsets))
-        result["curves"][k] = curves.reshape(epochs, len(used), len(subsets))
+        child = subnetworks(parent, subsets, used[tried])
+        solved, curves = _fit(child, X, labels.repeat(1, child.B), finetune_epochs, lr,
+                              f"sub-networks of width {k}", progress, compact_every=None if record else 100,
+                              record=record)
+        result["tried"][k] = tried
+        result["solved"][k] = np.zeros((len(used), len(subsets)), dtype=bool)
+        result["solved"][k][tried] = solved.reshape(-1, len(subsets))
+        smallest[(smallest == 0) & result["solved"][k].any(1)] = k
+        if record:
+            result["curves"][k] = np.zeros((finetune_epochs, len(used), len(subsets)), dtype=np.float32)
+            result["curves"][k][:, tried] = curves.reshape(finetune_epochs, -1, len(subsets))
+        else:
+            result["curves"][k] = None
     return result
 
 

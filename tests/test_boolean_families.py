@@ -1,0 +1,105 @@
+"""Unit tests of lib.boolean_families (Chapter 6, higher dimensions: thesis §3.4.3, Figs. 3.7-3.9)."""
+
+import numpy as np
+import pytest
+import torch
+
+from lib import boolean as B
+from lib import boolean_families as BF
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    torch.set_num_threads(1)
+
+
+def test_random_tables_are_seeded_fair_coins():
+    a, b = BF.random_tables(6, 50, seed=3), BF.random_tables(6, 50, seed=3)
+    assert a.shape == (50, 64) and a.dtype == np.uint8 and np.array_equal(a, b)
+    assert not np.array_equal(a, BF.random_tables(6, 50, seed=4))
+    assert set(np.unique(a)) == {0, 1} and abs(a.mean() - 0.5) < 0.05
+
+
+def test_xor_parity_embedding():
+    tables = BF.xor_parity_tables(6)
+    assert tables.shape == (222, 64)
+    parity6 = B.parity_table(6)
+    # class 0 (the constant) gives parity itself; every row XOR parity depends on x1..x4 only
+    assert np.array_equal(tables[0], parity6)
+    h = tables ^ parity6
+    assert np.array_equal(h, np.repeat(B.truth_table(B.npn_classes(4), 4), 4, axis=1))
+    assert np.array_equal(BF.xor_parity_tables(4, [27030])[0], np.zeros(16))  # parity XOR parity
+
+
+def test_fourier_metrics_of_known_functions():
+    m = BF.fourier_metrics(np.stack([B.parity_table(6), BF.or_table(6), BF.bent_table(6)]))
+    assert m["degree"].tolist() == [6, 6, 6]
+    assert np.allclose(m["influence"], [6, 6 * 2 * 2 ** -6, 3])  # OR: each input pivotal at 2 of 64
+    assert np.allclose(m["entropy"][[0, 2]], [0, 6])  # parity one coefficient, bent flat spectrum
+    assert 0 < m["entropy"][1] < 6
+
+
+def test_xor_parity_metrics_closed_form_matches():
+    for n in (4, 5, 7):
+        direct = BF.fourier_metrics(BF.xor_parity_tables(n))
+        closed = BF.xor_parity_metrics(n)
+        for key in ("degree", "influence", "entropy"):
+            assert np.allclose(direct[key], closed[key], atol=1e-9), (n, key)
+
+
+def test_parity_solvable_is_the_swaps_prediction():
+    assert BF.parity_solvable(10, 10, 1) and not BF.parity_solvable(10, 9, 1)
+    assert BF.parity_solvable(10, 4, 2) and not BF.parity_solvable(10, 3, 2)
+    assert BF.parity_solvable(10, 2, 4) and not BF.parity_solvable(10, 2, 3)
+    for n in range(1, 9):  # the constructive saw-tooth networks of Theorem 3.3.4 agree
+        for width, depth in [(2, 1), (2, 2), (3, 1), (2, 3)]:
+            if BF.parity_solvable(n, width, depth):
+                out = B.network_output(B.parity_network(n, width, depth, 0.1), B.cube(n), 0.1)
+                assert np.all((out > 0) == (B.parity_table(n) == 1))
+
+
+def test_train_accuracy_learns_and_matches_train_boolean_nets():
+    tables = np.stack([B.parity_table(3), BF.or_table(3)])
+    success, acc = BF.train_accuracy(tables, 4, 1, 0.1, 6, 400, seed=5, progress=False)
+    assert success.shape == acc.shape == (2, 6)
+    assert np.all(acc[success] == 1.0) and np.all(acc[~success] < 1.0) and np.all(acc >= 0.5 - 1e-9)
+    assert success[1].all()  # OR is linearly separable
+    reference = B.train_boolean_nets(tables, 4, 1, 0.1, 6, 400, seed=5, progress=False)
+    assert np.array_equal(success, reference)  # same seed, same nets, same trajectories
+
+
+def test_best_accuracy_is_monotone_in_epochs():
+    tables = BF.random_tables(5, 4, seed=0)
+    _, short = BF.train_accuracy(tables, 3, 2, 0.1, 3, 50, seed=1, progress=False)
+    _, long = BF.train_accuracy(tables, 3, 2, 0.1, 3, 300, seed=1, progress=False)
+    assert np.all(long >= short - 1e-7)
+
+
+def test_paper_scale_one_step():
+    # Fig. 3.7 at the thesis' scale: 10 inputs, the largest grid shape, one epoch on synthetic tables
+    tables = np.concatenate([B.parity_table(10)[None], BF.random_tables(10, 2, seed=0)])
+    success, acc = BF.train_accuracy(tables, 10, 5, 0.1, 2, 1, progress=False)
+    assert success.shape == (3, 2) and np.all((acc > 0) & (acc <= 1))
+
+
+@pytest.mark.parametrize("call", [
+    lambda: BF.random_tables(0, 3, 0),
+    lambda: BF.random_tables(13, 3, 0),
+    lambda: BF.random_tables(4, 0, 0),
+    lambda: BF.random_tables(4.0, 3, 0),
+    lambda: BF.xor_parity_tables(3),
+    lambda: BF.xor_parity_tables(5, [2 ** 16]),
+    lambda: BF.or_table(-1),
+    lambda: BF.bent_table(5),
+    lambda: BF.parity_solvable(10, 0, 2),
+    lambda: BF.parity_solvable(10, 2, True),
+    lambda: BF.fourier_metrics([0, 1, 1]),
+    lambda: BF.xor_parity_metrics(2),
+    lambda: BF.train_accuracy([0, 1, 2, 0], 2, 1, 0.1, 1, 1),
+    lambda: BF.train_accuracy([0, 1, 1, 0], 2, 0, 0.1, 1, 1),
+    lambda: BF.train_accuracy([0, 1, 1, 0], 2, 1, 0.1, 1, 0),
+    lambda: BF.train_accuracy([0, 1, 1, 0], 2, 1, 1.5, 1, 1),
+])
+def test_bad_input_raises(call):
+    with pytest.raises(ValueError):
+        call()
