@@ -1,0 +1,488 @@
+"""Pruning over-parameterised networks (Chapter 6, section "Pruning": thesis §3.4.4 and §3.4.5).
+
+Source: Sattelberg (2026), *Local Linearity of ReLU Neural Networks*, §3.4.4 (Tables 3.4 and 3.5,
+Fig. 3.10) and §3.4.5 (Figs. 3.11 and 3.12).
+
+* Wide pruning (Table 3.4): :func:`wide_pruning_table` runs :func:`lib.boolean.prune_and_finetune`
+  with the thesis' stopping rule over a grid of widths and parity sizes.
+* Deep pruning (Table 3.5): :class:`MaskedMLP` holds many leaky-ReLU MLPs of one padded shape with
+  per-net node masks and per-net "linear" layers, so that every candidate removal of every pruning run
+  is fine-tuned in one batch; :func:`deep_prune` is the heuristic (remove one node at a time, chosen
+  with probability proportional to 1 / loss among removals that keep 100% accuracy).
+* Image networks (§3.4.5): :class:`PrunableCNN` (three 3x3 conv + max-pool blocks and a linear layer,
+  with channel and weight masks), :func:`train_cnn`, :func:`magnitude_prune` and :func:`channel_prune`.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import numpy as np
+import torch
+
+from lib import boolean as B
+
+
+def wilson_interval(successes: int, trials: int, z: float = 1.96) -> tuple[float, float]:
+    """Wilson score interval for a binomial proportion (used for the quoted rates of §3.4.4)."""
+    if not isinstance(trials, (int, np.integer)) or trials < 1:
+        raise ValueError(f"trials must be a positive int, got {trials!r}")
+    if not 0 <= successes <= trials:
+        raise ValueError(f"need 0 <= successes <= trials, got {successes!r} of {trials!r}")
+    p = successes / trials
+    centre = (p + z * z / (2 * trials)) / (1 + z * z / trials)
+    half = z * math.sqrt(p * (1 - p) / trials + z * z / (4 * trials * trials)) / (1 + z * z / trials)
+    return max(0.0, centre - half), min(1.0, centre + half)
+
+
+# --------------------------------------------------------------------------------------------
+# Wide pruning: Table 3.4
+# --------------------------------------------------------------------------------------------
+
+def wide_pruning_cell(n: int, width: int, parents: int, epochs: int, finetune_epochs: int,
+                      alpha: float = 0.1, lr: float = 0.025, seed: int = 0, progress: bool = False) -> dict:
+    """One cell of Table 3.4: train ``parents`` width-``width`` nets on n-parity, prune each solved one.
+
+    Per solved parent: the smallest width p whose sub-networks (all C(width, p), each fine-tuned for
+    ``finetune_epochs``) include a success, and how many succeed (the thesis' "p, r/C(w, p)").
+    Returns ``solved_parents``, ``parents`` and ``per_parent`` (a list of (p, r, C(width, p))).
+    """
+    if not isinstance(n, int) or not 1 <= n <= 12:
+        raise ValueError(f"n must be an int in 1..12, got {n!r}")
+    res = B.prune_and_finetune(B.parity_table(n), width, alpha, parents, epochs, lr=lr, seed=seed,
+                               max_width=width, progress=progress, finetune_epochs=finetune_epochs,
+                               record=False, stop_at_first=True)
+    per_parent = []
+    for i, p in enumerate(res["smallest"]):
+        p = int(p)  # the full width always succeeds: the parent itself solves the task
+        per_parent.append((p, int(res["solved"][p][i].sum()), math.comb(width, p)))
+    return {"solved_parents": len(res["parents_used"]), "parents": parents, "per_parent": per_parent}
+
+
+def best_cell_entry(cell: dict) -> tuple | None:
+    """The parent with the smallest pruned width (ties: most successful sub-networks), or None."""
+    if not cell["per_parent"]:
+        return None
+    return min(cell["per_parent"], key=lambda e: (e[0], -e[1]))
+
+
+def wide_pruning_table(widths, ns, parents: int, epochs: int, finetune_epochs: int, seed_of,
+                       alpha: float = 0.1, lr: float = 0.025, progress: bool = True) -> dict:
+    """Table 3.4 analogue: :func:`wide_pruning_cell` for every (width, n) with n <= width + 1.
+
+    ``seed_of(width, n)`` gives each cell's seed. Returns {(width, n): cell}.
+    """
+    from tqdm.auto import tqdm
+
+    cells = [(w, n) for w in widths for n in ns if n <= w + 1]
+    if not cells:
+        raise ValueError(f"no cell with n <= width + 1 in widths {widths!r}, ns {ns!r}")
+    out = {}
+    for w, n in tqdm(cells, desc="Table 3.4 cells", disable=not progress):
+        out[(w, n)] = wide_pruning_cell(n, w, parents, epochs, finetune_epochs, alpha, lr, seed=seed_of(w, n))
+    return out
+
+
+# --------------------------------------------------------------------------------------------
+# Deep pruning: Table 3.5
+# --------------------------------------------------------------------------------------------
+
+class MaskedMLP(B.StackedMLP):
+    """Stacked leaky-ReLU MLPs [n, w, ..., w, 1] (nets axis last, as :class:`lib.boolean.StackedMLP`)
+    with per-net node masks and per-net linear layers.
+
+    ``mask[l]`` (w, N) switches hidden nodes of layer l off (their output is zero, so they get no
+    gradient); ``linear[l]`` (N,) makes hidden layer l the identity, which is how a layer is removed:
+    it merges into the next one (:func:`architecture`). The activation of layer l is ``z * s`` with
+    slope ``s = mask * (1 if linear or z > 0 else alpha)``, so the hand-written backward is exact.
+    """
+
+    def __init__(self, n_in: int, width: int, depth: int, n_nets: int, alpha: float, seed: int):
+        if not isinstance(depth, int) or depth < 1:
+            raise ValueError(f"depth must be a positive int, got {depth!r}")
+        super().__init__([n_in] + [width] * depth + [1], n_nets, alpha, seed)
+        self.mask = torch.ones(depth, width, n_nets)
+        self.linear = torch.zeros(depth, n_nets, dtype=torch.bool)
+
+    def _slopes(self, zs):
+        return [m * torch.where(lin | (z > 0), 1.0, self.alpha) for z, m, lin in zip(zs, self.mask, self.linear)]
+
+    def forward(self, X: torch.Tensor, keep: bool = False):
+        """Logits (P, B) for inputs X (P, n) shared by all nets (and the pre-activations if ``keep``)."""
+        Ws, bs = self.params[::2], self.params[1::2]
+        P = X.shape[0]
+        z = (X @ Ws[0].reshape(X.shape[1], -1)).view(P, *bs[0].shape) + bs[0]
+        zs = [z]
+        for l, (W, b) in enumerate(zip(Ws[1:], bs[1:])):
+            s = self.mask[l] * torch.where(self.linear[l] | (z > 0), 1.0, self.alpha)
+            z = ((z * s)[:, :, None, :] * W[None]).sum(1) + b[None]
+            zs.append(z)
+        return (z[:, 0, :], zs) if keep else z[:, 0, :]
+
+    def backward(self, X: torch.Tensor, zs, dout: torch.Tensor) -> None:
+        """Write the gradient of sum(dout * logits) into ``self.grad``."""
+        Ws, gWs, gbs = self.params[::2], self.grads[::2], self.grads[1::2]
+        slopes = self._slopes(zs[:-1])
+        dz = dout[:, None, :]  # (P, 1, B)
+        for l in range(len(Ws) - 1, 0, -1):
+            a = zs[l - 1] * slopes[l - 1]
+            gWs[l].copy_((a[:, :, None, :] * dz[:, None, :, :]).sum(0))
+            gbs[l].copy_(dz.sum(0))
+            dz = (dz[:, None, :, :] * Ws[l][None]).sum(2) * slopes[l - 1]
+        P = X.shape[0]
+        gWs[0].view(X.shape[1], -1).copy_(X.T @ dz.reshape(P, -1))
+        gbs[0].copy_(dz.sum(0))
+
+    def select(self, index) -> "MaskedMLP":
+        """A new MaskedMLP holding copies of the nets ``index`` (with their masks)."""
+        index = torch.as_tensor(np.asarray(index), dtype=torch.long)
+        new = MaskedMLP(self.widths[0], self.widths[1], len(self.mask), len(index), self.alpha, seed=0)
+        for mine, theirs in zip(self.params, new.params):
+            theirs.copy_(mine[..., index])
+        new.mask, new.linear = self.mask[..., index].clone(), self.linear[:, index].clone()
+        return new
+
+    def assign(self, rows, other: "MaskedMLP") -> None:
+        """Overwrite nets ``rows`` with all nets of ``other`` (same shape), masks included."""
+        rows = torch.as_tensor(np.asarray(rows), dtype=torch.long)
+        for mine, theirs in zip(self.params, other.params):
+            mine[..., rows] = theirs
+        self.mask[..., rows], self.linear[:, rows] = other.mask, other.linear
+
+
+def fit_masked(model: MaskedMLP, X: torch.Tensor, y: torch.Tensor, epochs: int, lr: float = 0.025,
+               desc: str = "fine-tune", progress: bool = False):
+    """Full-batch Adam on all nets (:func:`lib.boolean._fit`: each net trains independently).
+
+    Returns (solved: (N,) bool, 100% accuracy at the end; loss: (N,) final mean BCE).
+    """
+    Y = y.reshape(-1, 1).expand(-1, model.B).contiguous()
+    B._fit(model, X, Y, epochs, lr, desc, progress)
+    out = model.forward(X)
+    loss = torch.nn.functional.binary_cross_entropy_with_logits(out, Y, reduction="none").mean(0)
+    return ((out > 0) == (Y > 0.5)).all(0), loss
+
+
+def architecture(mask: torch.Tensor, linear: torch.Tensor, n_in: int) -> tuple:
+    """The widths (input, hidden..., 1) of one masked net (``mask`` (depth, w), ``linear`` (depth,))
+    after merging its linear layers away."""
+    hidden = [int(m.sum()) for m, lin in zip(mask, linear) if not lin]
+    return (n_in, *hidden, 1)
+
+
+def pruned_network(model: MaskedMLP, net: int) -> list:
+    """Net ``net`` of ``model`` as an explicit ``[(W, b), ...]`` (W of shape (out, in), the convention
+    of :func:`lib.boolean.network_output`): dead units dropped, linear layers merged into the next
+    layer. Computes exactly the same function on every input (Table 3.5's reported architectures)."""
+    if not 0 <= net < model.B:
+        raise ValueError(f"net index must be in [0, {model.B}), got {net!r}")
+    Ws = [W[..., net].double() for W in model.params[::2]]
+    bs = [b[..., net].double() for b in model.params[1::2]]
+    P, q = torch.eye(model.widths[0], dtype=torch.float64), torch.zeros(model.widths[0], dtype=torch.float64)
+    prev = torch.arange(model.widths[0])
+    layers = []
+    for l, (W, b) in enumerate(zip(Ws, bs)):
+        live = torch.nonzero(model.mask[l, :, net]).flatten() if l < len(model.mask) else torch.tensor([0])
+        Wl, bl = W[prev][:, live], b[live]
+        P, q = P @ Wl, q @ Wl + bl
+        if l < len(model.mask) and bool(model.linear[l, net]):
+            prev = live
+            continue
+        layers.append((P.T.numpy(), q.numpy()))
+        P, q, prev = torch.eye(len(live), dtype=torch.float64), torch.zeros(len(live), dtype=torch.float64), live
+    return layers
+
+
+def removal_candidates(mask: torch.Tensor, linear: torch.Tensor) -> list:
+    """Every single removal allowed in one net: ("node", layer, unit) for a live unit of a nonlinear
+    layer with >= 2 live units, and ("layer", layer) for a nonlinear layer when >= 2 remain."""
+    live_layers = [l for l in range(len(linear)) if not linear[l]]
+    out = []
+    for l in live_layers:
+        units = torch.nonzero(mask[l]).flatten().tolist()
+        if len(units) >= 2:
+            out += [("node", l, u) for u in units]
+        if len(live_layers) >= 2:
+            out.append(("layer", l))
+    return out
+
+
+def deep_prune(n: int, width: int, depth: int, trainings: int, prunings: int, epochs: int,
+               finetune_epochs: int, alpha: float = 0.1, lr: float = 0.025, seed: int = 0,
+               progress: bool = True, max_steps: int | None = None) -> dict:
+    """Heuristic deep pruning of width x depth nets on n-parity (thesis §3.4.4, Table 3.5).
+
+    Trains ``trainings`` nets; each one that solves n-parity is pruned ``prunings`` times
+    independently. A step fine-tunes (``finetune_epochs`` of Adam) every single removal of
+    :func:`removal_candidates` for every run at once; among removals that keep 100% accuracy one is
+    drawn with probability proportional to 1 / (loss after fine-tuning) and kept (with its fine-tuned
+    weights); a run stops when no removal keeps 100% accuracy. Returns ``trained_solved``
+    (trainings,), ``runs`` (a list of dicts: ``training`` index, ``steps`` taken, final ``architecture``,
+    the explicit merged ``network``, whether it ``solves`` n-parity (float64) and its ``max_deviation``
+    from the masked net's logits on the corners).
+    """
+    from tqdm.auto import tqdm
+
+    if not isinstance(n, int) or not 1 <= n <= 12:
+        raise ValueError(f"n must be an int in 1..12, got {n!r}")
+    for name, v in (("trainings", trainings), ("prunings", prunings), ("epochs", epochs),
+                    ("finetune_epochs", finetune_epochs)):
+        if not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    X = torch.tensor(B.cube(n), dtype=torch.float32)
+    y = torch.tensor(B.parity_table(n), dtype=torch.float32)[None]
+    parents = MaskedMLP(n, width, depth, trainings, alpha, seed)
+    solved, _ = fit_masked(parents, X, y, epochs, lr, f"train {width}x{depth}", progress)
+    trained_solved = solved.numpy()
+    good = np.flatnonzero(trained_solved)
+    runs = [{"training": int(t), "steps": 0} for t in good for _ in range(prunings)]
+    if not runs:
+        return {"trained_solved": trained_solved, "runs": []}
+    current = parents.select(np.repeat(good, prunings))
+    active = np.ones(len(runs), dtype=bool)
+    rng = np.random.default_rng(seed)
+    limit = max_steps or depth * width
+    bar = tqdm(total=limit, desc=f"deep pruning n={n}", disable=not progress)
+    for _ in range(limit):
+        idx = np.flatnonzero(active)
+        cands = [(r, c) for r in idx for c in removal_candidates(current.mask[..., r], current.linear[:, r])]
+        if not cands:
+            break
+        trial = current.select([r for r, _ in cands])
+        with torch.no_grad():
+            for j, (_, c) in enumerate(cands):
+                if c[0] == "node":
+                    trial.mask[c[1], c[2], j] = 0.0
+                else:
+                    trial.linear[c[1], j] = True
+        ok, loss = fit_masked(trial, X, y, finetune_epochs, lr)
+        ok, loss = ok.numpy(), loss.numpy()
+        chosen = []
+        for r in idx:
+            js = [j for j, (rr, _) in enumerate(cands) if rr == r and ok[j]]
+            if not js:
+                active[r] = False
+                continue
+            score = 1.0 / np.maximum(loss[js], 1e-12)
+            chosen.append((r, js[rng.choice(len(js), p=score / score.sum())]))
+            runs[r]["steps"] += 1
+        if chosen:
+            rows, picks = [r for r, _ in chosen], [j for _, j in chosen]
+            current.assign(rows, trial.select(picks))
+        bar.update(1)
+        if not active.any():
+            break
+    bar.close()
+    cube = B.cube(n)
+    for r, run in enumerate(runs):
+        run["architecture"] = architecture(current.mask[..., r], current.linear[:, r], n)
+        net = pruned_network(current, r)
+        run["network"] = net
+        out = B.network_output(net, cube, alpha)
+        run["solves"] = bool(((out > 0) == (B.parity_table(n) == 1)).all())
+        run["max_deviation"] = float(np.abs(out - current.forward(X)[:, r].double().numpy()).max())
+    return {"trained_solved": trained_solved, "runs": runs}
+
+
+def architecture_size(arch) -> tuple:
+    """Sort key for pruned architectures: (hidden nodes, hidden layers)."""
+    return (sum(arch[1:-1]), len(arch) - 2)
+
+
+def parity_bound_ok(arch) -> bool:
+    """Whether the saw-tooth construction (Theorem 3.3.4 / its product form) reaches n-parity with
+    these hidden widths: prod(widths) >= n, the number of linear pieces a composition of saw-tooths
+    of w_1, ..., w_l units can alternate through (2x2 handles n <= 4)."""
+    return math.prod(arch[1:-1]) >= arch[0]
+
+
+# --------------------------------------------------------------------------------------------
+# Image networks: §3.4.5
+# --------------------------------------------------------------------------------------------
+
+class PrunableCNN(torch.nn.Module):
+    """Three blocks of 3x3 conv (padding 1) + ReLU + 2x2 max-pool, then a linear layer (thesis §3.4.5).
+
+    ``channel_mask[l]`` (channels,) switches whole conv channels off (structural pruning);
+    ``weight_mask`` holds one 0/1 tensor per weight tensor (magnitude pruning). Both are applied in
+    the forward pass, so a pruned weight stays zero during fine-tuning.
+    """
+
+    def __init__(self, in_channels: int, image_size: int, channels: int = 32, classes: int = 10,
+                 seed: int = 0):
+        super().__init__()
+        for name, v in (("in_channels", in_channels), ("image_size", image_size), ("channels", channels),
+                        ("classes", classes)):
+            if not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be a positive int, got {v!r}")
+        if image_size < 8:
+            raise ValueError(f"image_size must be >= 8 (three 2x2 pools), got {image_size}")
+        side = image_size // 8
+        with torch.random.fork_rng(devices=[]):  # PyTorch-default init, seeded without touching the global RNG
+            torch.manual_seed(int(seed))
+            self.convs = torch.nn.ModuleList(
+                [torch.nn.Conv2d(in_channels if i == 0 else channels, channels, 3, padding=1) for i in range(3)])
+            self.fc = torch.nn.Linear(channels * side * side, classes)
+        self.side = side
+        for i in range(3):
+            self.register_buffer(f"channel_mask{i}", torch.ones(channels))
+        self.weight_masks = [torch.ones_like(p) for p in self.prunable()]
+
+    def prunable(self) -> list:
+        """The weight tensors counted and pruned (conv kernels and the linear matrix; not biases)."""
+        return [c.weight for c in self.convs] + [self.fc.weight]
+
+    def channel_masks(self) -> list:
+        return [getattr(self, f"channel_mask{i}") for i in range(3)]
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        wm = self.weight_masks
+        for i, (conv, cm) in enumerate(zip(self.convs, self.channel_masks())):
+            x = torch.nn.functional.conv2d(x, conv.weight * wm[i], conv.bias, padding=1)
+            x = torch.nn.functional.max_pool2d(torch.relu(x) * cm[None, :, None, None], 2)
+        return torch.nn.functional.linear(x.flatten(1), self.fc.weight * wm[3], self.fc.bias)
+
+    def remaining_weights(self) -> int:
+        """Weights that are still in use: unmasked, in live channels (in and out) of every layer."""
+        cms = self.channel_masks()
+        total = 0
+        for i, (w, wm) in enumerate(zip(self.prunable(), self.weight_masks)):
+            live = wm.clone()
+            if i < 3:
+                live = live * cms[i][:, None, None, None]
+                if i > 0:
+                    live = live * cms[i - 1][None, :, None, None]
+            else:
+                live = live * cms[2].repeat_interleave(self.side * self.side)[None, :]
+            total += int(live.sum())
+        return total
+
+    def total_weights(self) -> int:
+        return sum(p.numel() for p in self.prunable())
+
+    def channels(self) -> tuple:
+        """Live channels per conv layer (the annotations of Figs. 3.11/3.12)."""
+        return tuple(int(m.sum()) for m in self.channel_masks())
+
+
+def as_images(X: torch.Tensor, image_size: int | None = None) -> torch.Tensor:
+    """Images as (N, C, H, W): flat 8x8 digits (N, 64) and MNIST (N, 28, 28) gain a channel axis."""
+    if X.ndim == 2:
+        side = image_size or int(round(math.sqrt(X.shape[1])))
+        if side * side != X.shape[1]:
+            raise ValueError(f"cannot read rows of {X.shape[1]} features as square images")
+        return X.reshape(-1, 1, side, side)
+    if X.ndim == 3:
+        return X[:, None]
+    if X.ndim == 4:
+        return X
+    raise ValueError(f"expected images of 2, 3 or 4 dims, got shape {tuple(X.shape)}")
+
+
+def cnn_sgd(model: torch.nn.Module, lr: float, momentum: float, weight_decay: float) -> torch.optim.SGD:
+    """The thesis' optimiser for the image nets: SGD with momentum and weight decay (§3.4.5)."""
+    return torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum, weight_decay=weight_decay)
+
+
+def train_cnn(model: PrunableCNN, X: torch.Tensor, y: torch.Tensor, epochs: int, batch_size: int = 40,
+              lr: float = 0.001, momentum: float = 0.9, weight_decay: float = 1e-4, seed: int = 0,
+              progress: bool = False, desc: str = "train CNN") -> list:
+    """Minibatch SGD with cross-entropy (thesis §3.4.5: lr 0.001, batch 40, momentum 0.9, weight decay
+    1e-4, 30 epochs); masked weights and channels stay zero. Returns the mean loss of every epoch."""
+    from tqdm.auto import tqdm
+
+    if not isinstance(epochs, int) or epochs < 1 or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"epochs and batch_size must be positive ints, got {epochs!r}, {batch_size!r}")
+    if X.shape[0] != y.shape[0] or X.ndim != 4:
+        raise ValueError(f"need images (N, C, H, W) and N labels, got {tuple(X.shape)}, {tuple(y.shape)}")
+    opt = cnn_sgd(model, lr, momentum, weight_decay)
+    gen = torch.Generator().manual_seed(int(seed))
+    losses = []
+    model.train()
+    for _ in tqdm(range(epochs), desc=desc, disable=not progress, leave=False):
+        order, total = torch.randperm(len(y), generator=gen), 0.0
+        for i in range(0, len(y), batch_size):
+            idx = order[i:i + batch_size]
+            opt.zero_grad(set_to_none=True)
+            loss = torch.nn.functional.cross_entropy(model(X[idx]), y[idx])
+            loss.backward()
+            opt.step()
+            total += float(loss.detach()) * len(idx)
+        losses.append(total / len(y))
+    return losses
+
+
+@torch.no_grad()
+def evaluate(model: torch.nn.Module, X: torch.Tensor, y: torch.Tensor, batch_size: int = 2000) -> tuple:
+    """(mean cross-entropy, accuracy) of ``model`` on (X, y)."""
+    model.eval()
+    loss, correct = 0.0, 0
+    for i in range(0, len(y), batch_size):
+        out = model(X[i:i + batch_size])
+        loss += float(torch.nn.functional.cross_entropy(out, y[i:i + batch_size], reduction="sum"))
+        correct += int((out.argmax(1) == y[i:i + batch_size]).sum())
+    return loss / len(y), correct / len(y)
+
+
+def magnitude_prune(model: PrunableCNN, fraction_removed: float) -> PrunableCNN:
+    """A copy of ``model`` with the smallest ``fraction_removed`` of all prunable weights (global,
+    by magnitude) masked to zero (thesis §3.4.5, magnitude-of-weights pruning)."""
+    if not 0 <= fraction_removed < 1:
+        raise ValueError(f"fraction_removed must be in [0, 1), got {fraction_removed!r}")
+    new = copy.deepcopy(model)
+    weights = torch.cat([(p * m).detach().abs().flatten() for p, m in zip(new.prunable(), new.weight_masks)])
+    k = int(round(fraction_removed * weights.numel()))
+    if k > 0:
+        threshold = torch.kthvalue(weights, k).values
+        new.weight_masks = [m * ((p.detach().abs() > threshold) & (m > 0)).float()
+                            for p, m in zip(new.prunable(), new.weight_masks)]
+    return new
+
+
+def channel_prune(model: PrunableCNN, X: torch.Tensor, y: torch.Tensor, X_test: torch.Tensor,
+                  y_test: torch.Tensor, finetune_epochs: int = 1, min_accuracy: float = 0.0,
+                  score_samples: int | None = None, seed: int = 0, progress: bool = True, **sgd) -> list:
+    """Structural channel pruning (thesis §3.4.5): repeatedly remove the conv channel whose removal
+    gives the lowest training loss, fine-tune ``finetune_epochs`` with the thesis' SGD, and record
+    (channels per layer, remaining weight fraction, test accuracy); stop when the test accuracy falls
+    below ``min_accuracy`` or a layer would lose its last channel. ``score_samples`` scores removals
+    on a fixed random subset of the training set (all of it when None). Returns the list of records,
+    starting with the unpruned model.
+    """
+    from tqdm.auto import tqdm
+
+    if not isinstance(finetune_epochs, int) or finetune_epochs < 0:
+        raise ValueError(f"finetune_epochs must be a non-negative int, got {finetune_epochs!r}")
+    model = copy.deepcopy(model)
+    gen = torch.Generator().manual_seed(int(seed))
+    if score_samples is not None and score_samples < len(y):
+        pick = torch.randperm(len(y), generator=gen)[:score_samples]
+        Xs, ys = X[pick], y[pick]
+    else:
+        Xs, ys = X, y
+    total = model.total_weights()
+    record = lambda: {"channels": model.channels(), "fraction": model.remaining_weights() / total,  # noqa: E731
+                      "accuracy": evaluate(model, X_test, y_test)[1]}
+    history = [record()]
+    steps = sum(model.channels()) - 3
+    for step in tqdm(range(steps), desc="channel pruning", disable=not progress):
+        best = None
+        for l, cm in enumerate(model.channel_masks()):
+            if cm.sum() <= 1:
+                continue
+            for c in torch.nonzero(cm).flatten().tolist():
+                cm[c] = 0.0
+                loss = evaluate(model, Xs, ys)[0]
+                cm[c] = 1.0
+                if best is None or loss < best[0]:
+                    best = (loss, l, c)
+        if best is None:
+            break
+        model.channel_masks()[best[1]][best[2]] = 0.0
+        if finetune_epochs:
+            train_cnn(model, X, y, finetune_epochs, seed=seed + 1 + step, **sgd)
+        history.append(record())
+        if history[-1]["accuracy"] < min_accuracy:
+            break
+    return history
