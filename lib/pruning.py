@@ -22,6 +22,7 @@ import numpy as np
 import torch
 
 from lib import boolean as B
+from lib.train import train_minibatch
 
 
 def wilson_interval(successes: int, trials: int, z: float = 1.96) -> tuple[float, float]:
@@ -380,37 +381,18 @@ def as_images(X: torch.Tensor, image_size: int | None = None) -> torch.Tensor:
     raise ValueError(f"expected images of 2, 3 or 4 dims, got shape {tuple(X.shape)}")
 
 
-def cnn_sgd(model: torch.nn.Module, lr: float, momentum: float, weight_decay: float) -> torch.optim.SGD:
-    """The thesis' optimiser for the image nets: SGD with momentum and weight decay (§3.4.5)."""
-    return torch.optim.SGD(model.parameters(), lr=lr, momentum=momentum, weight_decay=weight_decay)
-
-
 def train_cnn(model: PrunableCNN, X: torch.Tensor, y: torch.Tensor, epochs: int, batch_size: int = 40,
               lr: float = 0.001, momentum: float = 0.9, weight_decay: float = 1e-4, seed: int = 0,
               progress: bool = False, desc: str = "train CNN") -> list:
     """Minibatch SGD with cross-entropy (thesis §3.4.5: lr 0.001, batch 40, momentum 0.9, weight decay
-    1e-4, 30 epochs); masked weights and channels stay zero. Returns the mean loss of every epoch."""
-    from tqdm.auto import tqdm
-
-    if not isinstance(epochs, int) or epochs < 1 or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"epochs and batch_size must be positive ints, got {epochs!r}, {batch_size!r}")
+    1e-4, 30 epochs) through :func:`lib.train.train_minibatch`; masked weights and channels stay zero
+    (the masks act in the forward pass). Returns the mean loss of every epoch."""
     if X.shape[0] != y.shape[0] or X.ndim != 4:
         raise ValueError(f"need images (N, C, H, W) and N labels, got {tuple(X.shape)}, {tuple(y.shape)}")
-    opt = cnn_sgd(model, lr, momentum, weight_decay)
-    gen = torch.Generator().manual_seed(int(seed))
-    losses = []
-    model.train()
-    for _ in tqdm(range(epochs), desc=desc, disable=not progress, leave=False):
-        order, total = torch.randperm(len(y), generator=gen), 0.0
-        for i in range(0, len(y), batch_size):
-            idx = order[i:i + batch_size]
-            opt.zero_grad(set_to_none=True)
-            loss = torch.nn.functional.cross_entropy(model(X[idx]), y[idx])
-            loss.backward()
-            opt.step()
-            total += float(loss.detach()) * len(idx)
-        losses.append(total / len(y))
-    return losses
+    hist = train_minibatch(model, X, y, torch.nn.functional.cross_entropy, epochs, batch_size, lr, seed=seed,
+                           optimizer="sgd", momentum=momentum, weight_decay=weight_decay, progress=progress,
+                           desc=desc)
+    return hist.loss
 
 
 @torch.no_grad()
