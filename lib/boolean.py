@@ -730,14 +730,16 @@ def _fit(model: StackedMLP, X: torch.Tensor, Y: torch.Tensor, epochs: int, lr: f
 
 def train_boolean_nets(tables, width: int, depth: int, alpha: float, trials: int, epochs: int,
                        lr: float = 0.025, seed: int = 0, progress: bool = True,
-                       compact_every: int = 100) -> np.ndarray:
+                       compact_every: int = 100, with_accuracy: bool = False):
     """Train ``trials`` nets of shape width x depth on each truth table; success matrix (F, trials).
 
     Thesis §3.4.2 setting: inputs {-1,1}^n, full batch, BCE with logits, Adam (lr 0.025), up to
     ``epochs`` epochs; success = every corner classified correctly at some epoch. The loss is the
     *sum* over nets of each net's mean loss, so the stacked Adam equals independent runs. Every
     ``compact_every`` epochs the solved nets are removed from the computation (their result is
-    final), which does not change any other net's trajectory.
+    final), which does not change any other net's trajectory. With ``with_accuracy`` it returns
+    (success, accuracy), accuracy (F, trials) = each net's best fraction of corners right over the
+    epochs (Chapter 6, higher dimensions: Figs. 3.8-3.9).
     """
     t, n = check_tables(tables, max_n=12)
     T2 = np.atleast_2d(t)
@@ -751,7 +753,11 @@ def train_boolean_nets(tables, width: int, depth: int, alpha: float, trials: int
     X = torch.tensor(cube(n), dtype=torch.float32)
     Y = torch.tensor(np.repeat(T2.T, trials, axis=1), dtype=torch.float32)  # (P, F * trials)
     model = StackedMLP([n] + [width] * depth + [1], F * trials, alpha, seed)
-    solved, _ = _fit(model, X, Y, epochs, lr, f"{width}x{depth} alpha={alpha}", progress, compact_every)
+    best = torch.zeros(model.B) if with_accuracy else None
+    solved, _ = _fit(model, X, Y, epochs, lr, f"n={n} {width}x{depth} alpha={alpha}", progress, compact_every,
+                     best_accuracy=best)
+    if with_accuracy:
+        return solved.reshape(F, trials), best.numpy().reshape(F, trials)
     return solved.reshape(F, trials)
 
 

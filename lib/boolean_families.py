@@ -11,7 +11,6 @@ whose binary digits are k, x1 most significant).
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 from lib import boolean as B
 
@@ -101,21 +100,12 @@ def xor_parity_metrics(n: int, ids=None) -> dict:
 def train_accuracy(tables, width: int, depth: int, alpha: float, trials: int, epochs: int,
                    lr: float = 0.025, seed: int = 0, progress: bool = True,
                    compact_every: int = 100) -> tuple[np.ndarray, np.ndarray]:
-    """Train ``trials`` nets per table as :func:`lib.boolean.train_boolean_nets` does (thesis §3.4).
+    """Train ``trials`` nets per table with :func:`lib.boolean.train_boolean_nets` (thesis §3.4).
 
     Returns (success, accuracy), both (F, trials): success = every corner right at some epoch;
     accuracy = the best fraction of the 2**n corners classified correctly over the epochs (Fig. 3.8's
     "points correctly classified", which the thesis does not say is final or best).
     """
-    t, n = B.check_tables(tables, max_n=MAX_N)
-    T2 = np.atleast_2d(t)
-    for name, v in (("width", width), ("depth", depth), ("trials", trials), ("epochs", epochs)):
-        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
-            raise ValueError(f"{name} must be a positive int, got {v!r}")
-    X = torch.tensor(B.cube(n), dtype=torch.float32)
-    Y = torch.tensor(np.repeat(T2.T, trials, axis=1), dtype=torch.float32)  # (P, F * trials)
-    model = B.StackedMLP([n] + [int(width)] * int(depth) + [1], len(T2) * int(trials), alpha, seed)
-    best = torch.zeros(model.B)
-    solved, _ = B._fit(model, X, Y, int(epochs), lr, f"n={n} {width}x{depth}", progress, compact_every,
-                       best_accuracy=best)
-    return solved.reshape(len(T2), trials), best.numpy().reshape(len(T2), trials)
+    t, _ = B.check_tables(tables, max_n=MAX_N)
+    return B.train_boolean_nets(t, width, depth, alpha, trials, epochs, lr=lr, seed=seed, progress=progress,
+                                compact_every=compact_every, with_accuracy=True)
