@@ -6,17 +6,20 @@ import inspect
 import time
 
 from lib.plotting import use_book_style
-from lib.scale import ChapterScales, banner, current_scale, set_threads
+from lib import checks
+from lib.scale import ChapterScales, banner, current_scale, set_threads, thread_count
 
 
-def setup(chapter: ChapterScales, threads: int = 1) -> "Stopwatch":
+def setup(chapter: ChapterScales, threads: int | None = None) -> "Stopwatch":
     """Start a chapter: pin torch threads, apply the figure style, print the scale banner.
 
-    Returns a running :class:`Stopwatch` that the chapter's last cell reports.
+    ``threads`` defaults to ``REPRO_THREADS`` (1 unless set). Starts the chapter's record of checks
+    (:mod:`lib.checks`). Returns a running :class:`Stopwatch` that the chapter's last cell reports.
     """
     if not isinstance(chapter, ChapterScales):
         raise ValueError(f"setup expects the chapter's ChapterScales, got {type(chapter).__name__}")
-    set_threads(threads)
+    set_threads(thread_count() if threads is None else threads)
+    checks.begin(chapter.chapter)
     use_book_style()
     print(banner(chapter))
     return Stopwatch()

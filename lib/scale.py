@@ -9,6 +9,9 @@
 
 ``REPRO_SEED`` (an integer, default 0) shifts every seed of a run, so that anyone can re-run a
 chapter on fresh seeds: always derive seeds with :func:`seed` or :func:`seeds`.
+
+``REPRO_THREADS`` (a positive integer, default 1) is the torch/BLAS thread count a chapter pins; a
+different count changes the summation order the way another CPU does (``lib.sweep`` uses it).
 """
 
 from __future__ import annotations
@@ -55,6 +58,18 @@ def seeds(n: int) -> list[int]:
     if not isinstance(n, int) or isinstance(n, bool) or not 1 <= n <= SEED_STRIDE:
         raise ValueError(f"number of seeds must be an int in [1, {SEED_STRIDE}], got {n!r}")
     return [seed(i) for i in range(n)]
+
+
+def thread_count() -> int:
+    """The thread count in ``REPRO_THREADS`` (default 1) that :func:`lib.notebook.setup` pins."""
+    raw = os.environ.get("REPRO_THREADS", "1").strip() or "1"
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"REPRO_THREADS must be a positive integer, got {raw!r}") from None
+    if value < 1:
+        raise ValueError(f"REPRO_THREADS must be a positive integer, got {value}")
+    return value
 
 
 def set_threads(n: int = 1) -> int:
@@ -109,8 +124,9 @@ def banner(chapter: ChapterScales) -> str:
     """A one-paragraph description of the active scale and seeds, printed by every chapter."""
     scale = current_scale()
     return (
-        f"Chapter '{chapter.chapter}': scale = {scale!r}, seed offset REPRO_SEED = {seed_offset()}.\n"
+        f"Chapter '{chapter.chapter}': scale = {scale!r}, seed offset REPRO_SEED = {seed_offset()}, "
+        f"threads REPRO_THREADS = {thread_count()}.\n"
         f"Config: {chapter.current}\n"
-        "Change with the environment variables REPRO_SCALE=quick|full|paper and REPRO_SEED=<int> "
+        "Change with the environment variables REPRO_SCALE=quick|full|paper, REPRO_SEED=<int> and REPRO_THREADS=<int> "
         "(set them before starting Jupyter, or in Colab with os.environ before the bootstrap cell)."
     )
