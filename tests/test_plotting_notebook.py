@@ -53,3 +53,25 @@ def test_setup_prints_banner(capsys):
     assert "scale = 'quick'" in capsys.readouterr().out
     with pytest.raises(ValueError):
         notebook.setup("demo")
+
+
+def test_setup_pins_repro_threads_and_starts_the_check_record(monkeypatch, capsys):
+    import torch
+    from dataclasses import dataclass
+
+    from lib import checks
+
+    @dataclass(frozen=True)
+    class C:
+        k: int = 1
+    chapter = ChapterScales("demo", quick=C(), full=C(2), paper=C(3))
+    monkeypatch.setenv("REPRO_THREADS", "2")
+    checks.RECORDS.append({"check": "stale"})
+    try:
+        notebook.setup(chapter)
+        assert torch.get_num_threads() == 2 and checks.RECORDS == [{"chapter": "demo"}]
+        notebook.setup(chapter, threads=1)  # an explicit count wins
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(1)
+        checks.RECORDS.clear()

@@ -76,3 +76,14 @@ def test_set_threads_and_banner():
         scale.set_threads(0)
     text = scale.banner(CH)
     assert "scale = 'quick'" in text and "Cfg(n=1)" in text
+
+
+def test_thread_count_reads_repro_threads(monkeypatch):
+    monkeypatch.delenv("REPRO_THREADS", raising=False)
+    assert scale.thread_count() == 1
+    monkeypatch.setenv("REPRO_THREADS", " 2 ")
+    assert scale.thread_count() == 2 and "REPRO_THREADS = 2" in scale.banner(CH)
+    for bad in ("0", "-1", "two", "1.5"):
+        monkeypatch.setenv("REPRO_THREADS", bad)
+        with pytest.raises(ValueError, match="REPRO_THREADS"):
+            scale.thread_count()

@@ -1,0 +1,149 @@
+"""lib.checks records what a statistical check compares; lib.sweep summarises margins over seeds."""
+
+import json
+from pathlib import Path
+
+import nbformat
+import numpy as np
+import pytest
+
+from lib import checks, sweep
+
+
+@pytest.fixture(autouse=True)
+def _fresh_records(monkeypatch):
+    monkeypatch.delenv(checks.CHECKS_FILE_ENV, raising=False)
+    checks.RECORDS.clear()
+
+
+@pytest.mark.parametrize("value, op, threshold, expected", [
+    (3.0, ">=", 1.0, 2.0), (3.0, ">", 1.0, 2.0), (0.25, "<=", 1.0, 0.75), (0.25, "<", 1.0, 0.75),
+    (1.0, ">=", 1.0, 0.0), (-2.0, "<", -1.0, 1.0),
+])
+def test_margin_is_the_distance_on_the_passing_side(value, op, threshold, expected):
+    assert checks.check("a", value, op, threshold) == pytest.approx(expected)
+    rec = checks.RECORDS[-1]
+    assert rec == {"check": "a", "value": value, "op": op, "threshold": threshold, "margin": pytest.approx(expected),
+                   "passed": True, "n_values": 1}
+
+
+@pytest.mark.parametrize("value, op, threshold", [(0.5, ">=", 1.0), (1.0, ">", 1.0), (2.0, "<=", 1.0),
+                                                  (1.0, "<", 1.0)])
+def test_failing_check_raises_after_recording(value, op, threshold):
+    with pytest.raises(AssertionError, match=f"check failed: gain: {value} {op} {threshold}"):
+        checks.check("gain", value, op, threshold)
+    rec = checks.RECORDS[-1]
+    assert rec["passed"] is False
+    assert rec["margin"] == pytest.approx(-abs(value - threshold))
+
+
+def test_arrays_record_the_element_closest_to_failing():
+    assert checks.check("lower", [5.0, 2.0, 9.0], ">", 1.0) == pytest.approx(1.0)
+    assert checks.RECORDS[-1]["value"] == 2.0 and checks.RECORDS[-1]["n_values"] == 3
+    assert checks.check("upper", np.array([[0.1, 0.4], [0.3, 0.2]]), "<=", 0.5) == pytest.approx(0.1)
+    assert checks.RECORDS[-1]["value"] == 0.4
+    with pytest.raises(AssertionError):  # one bad element fails the whole array
+        checks.check("lower", [5.0, 0.5, 9.0], ">", 1.0)
+    assert checks.RECORDS[-1]["value"] == 0.5
+
+
+def test_nan_fails_and_has_no_margin():
+    with pytest.raises(AssertionError):
+        checks.check("nan", [1.0, float("nan")], "<", 2.0)
+    assert checks.RECORDS[-1]["margin"] is None and checks.RECORDS[-1]["passed"] is False
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"name": "", "value": 1, "op": ">", "threshold": 0}, "descriptive name"),
+    ({"name": "x", "value": 1, "op": "=>", "threshold": 0}, "op must be"),
+    ({"name": "x", "value": 1, "op": ">", "threshold": float("nan")}, "finite number"),
+    ({"name": "x", "value": 1, "op": ">", "threshold": "1"}, "finite number"),
+    ({"name": "x", "value": 1, "op": ">", "threshold": True}, "finite number"),
+    ({"name": "x", "value": [], "op": ">", "threshold": 0}, "no values"),
+])
+def test_bad_input_is_refused(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        checks.check(**kwargs)
+    assert not checks.RECORDS
+
+
+def test_records_go_to_the_checks_file(tmp_path, monkeypatch):
+    path = tmp_path / "checks.jsonl"
+    monkeypatch.setenv(checks.CHECKS_FILE_ENV, str(path))
+    checks.begin("demo")
+    checks.check("g", 2.0, ">=", 1.0)
+    with pytest.raises(AssertionError):
+        checks.check("h", 0.0, ">=", 1.0)
+    lines = [json.loads(line) for line in path.read_text().splitlines()]
+    assert lines[0] == {"chapter": "demo"}
+    assert [(r["check"], r["margin"], r["passed"]) for r in lines[1:]] == [("g", 1.0, True), ("h", -1.0, False)]
+    with pytest.raises(ValueError):
+        checks.begin("")
+
+
+@pytest.mark.parametrize("text, seeds", [("0-3", [0, 1, 2, 3]), ("5", [5]), ("0-1, 7,3", [0, 1, 3, 7]),
+                                         ("", []), ("2-2,2", [2])])
+def test_parse_seeds(text, seeds):
+    assert sweep.parse_seeds(text) == seeds
+
+
+@pytest.mark.parametrize("text", ["a", "3-1", "-1", "1-x"])
+def test_parse_seeds_rejects_nonsense(text):
+    with pytest.raises(ValueError):
+        sweep.parse_seeds(text)
+
+
+def _run(seed, threads, passed, values):
+    recs = [{"check": name, "value": v, "op": ">=", "threshold": 1.0, "margin": v - 1.0, "passed": v >= 1.0}
+            for name, v in values.items()]
+    return sweep.Run(seed, threads, passed=passed, chapter="demo", checks=recs, error="" if passed else "boom")
+
+
+def test_summary_finds_the_smallest_margin_and_its_seed():
+    runs = [_run(0, 1, True, {"a": 3.0, "b": 1.5}), _run(1, 1, True, {"a": 2.0, "b": 1.1}),
+            _run(2, 2, False, {"a": 4.0, "b": 0.9})]
+    s = sweep.summarise(runs)
+    assert (s["runs"], s["passes"]) == (3, 2)
+    assert s["failed_runs"] == [{"seed": 2, "threads": 2, "error": "boom"}]
+    a, b = s["checks"]["a"], s["checks"]["b"]
+    assert a["min_margin"] == pytest.approx(1.0) and a["min_margin_seed"] == 1 and a["failures"] == 0
+    assert a["value_mean"] == pytest.approx(3.0) and a["value_sd"] == pytest.approx(1.0)
+    assert a["min_margin_over_sd"] == pytest.approx(1.0)
+    assert b["min_margin"] == pytest.approx(-0.1) and (b["min_margin_seed"], b["min_margin_threads"]) == (2, 2)
+    assert b["failures"] == 1
+    assert b["value_sd"] == pytest.approx(np.std([1.5, 1.1, 0.9], ddof=1))
+    table = sweep.format_summary(Path("x.ipynb"), s)
+    assert table.index("| b |") < table.index("| a |")  # thinnest margin (relative to the spread) first
+    assert "seed 2 (threads 2) failed: boom" in table
+
+
+def _notebook(tmp_path, body):
+    """A tiny clone: lib/ (a link to the real package) and chapters/t.ipynb running ``body``."""
+    root = tmp_path / "clone"
+    (root / "chapters").mkdir(parents=True)
+    (root / "lib").symlink_to(Path(__file__).resolve().parent.parent / "lib")
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nb.cells = [nbformat.v4.new_code_cell(body)]
+    path = root / "chapters" / "t.ipynb"
+    nbformat.write(nb, path)
+    return path
+
+
+def test_sweep_runs_a_notebook_per_seed_and_collects_checks(tmp_path):
+    path = _notebook(tmp_path, "import os\nfrom lib import checks\nchecks.begin('tiny')\n"
+                               "s = int(os.environ['REPRO_SEED'])\n"
+                               "checks.check('seed plus threads', s + int(os.environ['REPRO_THREADS']), '>=', 2)\n")
+    runs = sweep.sweep(path, [0, 1, 3], threads=1, alt_seeds=[0], alt_threads=2, jobs=2, progress=lambda m: None)
+    assert [(r.seed, r.threads, r.passed) for r in runs] == [(0, 1, False), (1, 1, True), (3, 1, True), (0, 2, True)]
+    assert all(r.chapter == "tiny" for r in runs)
+    assert "check failed: seed plus threads" in runs[0].error
+    s = sweep.summarise(runs)["checks"]["seed plus threads"]
+    assert (s["min_margin"], s["min_margin_seed"], s["runs"]) == (-1.0, 0, 4)
+
+
+def test_sweep_refuses_a_missing_notebook(tmp_path):
+    with pytest.raises(ValueError, match="ipynb"):
+        sweep.sweep(tmp_path / "missing.ipynb", [0])
+    with pytest.raises(ValueError, match="not inside a clone"):
+        sweep.repo_root(tmp_path / "x.ipynb")
