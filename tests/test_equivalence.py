@@ -220,3 +220,9 @@ def test_recover_never_returns_an_uncertified_network():
     f = lambda X: E.forward(net, X)[:, 0] + 0.5 * np.maximum(X[:, 0] - 0.9, 0.0)
     with pytest.raises(E.RecoveryError):
         E.recover(f, 2, seed=0)
+
+
+def test_identifiable_network_is_transparent_where_sampling_missed_a_region():
+    # seed 17000 drew a (2,2,2,2,1) net whose all-off layer region no acceptance sample hit
+    # (chapter 1's seed sweep, REPRO_SEED=17); the exact check over the linear regions now rejects it
+    assert all(E.check_transparent(E.identifiable_network((2, 2, 2, 2, 1), s)) for s in range(17000, 17004))
