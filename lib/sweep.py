@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -29,6 +30,8 @@ from pathlib import Path
 import numpy as np
 
 from lib.checks import CHECKS_FILE_ENV
+
+ANSI = re.compile(r"\x1b\[[0-9;]*m")  # colour codes of IPython tracebacks
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -81,7 +84,7 @@ def run_once(notebook: Path, seed: int, threads: int, cell_timeout: int) -> Run:
         run.wall_s = time.perf_counter() - start
         run.passed = proc.returncode == 0
         if not run.passed:
-            run.error = (proc.stderr.strip() or proc.stdout.strip())[-1500:]
+            run.error = ANSI.sub("", proc.stderr.strip() or proc.stdout.strip())[-1500:]
         lines = records.read_text().splitlines() if records.exists() else []
     for rec in map(json.loads, lines):
         if "chapter" in rec:

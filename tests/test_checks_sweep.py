@@ -147,3 +147,9 @@ def test_sweep_refuses_a_missing_notebook(tmp_path):
         sweep.sweep(tmp_path / "missing.ipynb", [0])
     with pytest.raises(ValueError, match="not inside a clone"):
         sweep.repo_root(tmp_path / "x.ipynb")
+
+
+def test_sweep_reports_a_failing_cell_without_colour_codes(tmp_path):
+    path = _notebook(tmp_path, "raise ValueError('broken on purpose')")
+    (run,) = sweep.sweep(path, [0], alt_seeds=[], progress=lambda m: None)
+    assert not run.passed and "ValueError: broken on purpose" in run.error and "\x1b[" not in run.error
