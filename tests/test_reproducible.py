@@ -3,8 +3,7 @@
 import re
 from pathlib import Path
 
-import nbformat
-from nbclient import NotebookClient
+from lib.run import run_notebook
 
 NOTEBOOK = Path(__file__).resolve().parent.parent / "chapters" / "00_how_to_read.ipynb"
 TIMING = re.compile(r"wall time|\d+(\.\d+)?\s*s\b")  # lines that report elapsed time legitimately differ
@@ -22,10 +21,9 @@ def _stdout(nb) -> list[str]:
 
 
 def _run():
-    nb = nbformat.read(NOTEBOOK, as_version=4)
-    NotebookClient(nb, timeout=600, kernel_name="python3",
-                   resources={"metadata": {"path": str(NOTEBOOK.parent)}}).execute()
-    return _stdout(nb)
+    # a fresh kernel in chapters/, under lib.run's per-cell time limit (a stuck kernel fails the test
+    # in minutes, naming the cell, instead of hanging)
+    return _stdout(run_notebook(NOTEBOOK).notebook)
 
 
 def test_chapter_0_twice_gives_identical_numbers():
