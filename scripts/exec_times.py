@@ -1,7 +1,10 @@
 """Print the per-chapter execution times of the last book build as a Markdown table.
 
 Reads what myst-nb recorded in the Sphinx environment of ``_build`` (the same numbers as the book's
-"Execution statistics" page). Run after ``scripts/build_book.sh``.
+"Execution statistics" page). Run after ``scripts/build_book.sh``. The book renders executions from its
+jupyter-cache (method ``cache``): the time is that of the run that filled the cache, i.e. of
+``tests/test_chapters.py`` when ``scripts/test.sh`` ran first in the same context (as in ``.ci/run``),
+else of ``lib.run --book-cache`` in ``scripts/build_book.sh``.
 """
 
 import pickle
