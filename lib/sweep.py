@@ -94,6 +94,13 @@ def run_once(notebook: Path, seed: int, threads: int, cell_timeout: int) -> Run:
     return run
 
 
+def headline(error: str) -> str:
+    """The line of a failed run's error that says what failed (the last naming an exception)."""
+    lines = [line.strip() for line in error.splitlines() if line.strip()]
+    named = [line for line in lines if re.match(r"^\w*(Error|Exception|Failed)\b", line)]
+    return (named or lines or [""])[-1][:300]
+
+
 def summarise(runs: list[Run]) -> dict:
     """Per check: runs seen, failures, smallest margin (and its seed), value spread, margin / spread."""
     by_name: dict[str, list[tuple[Run, dict]]] = {}
@@ -138,7 +145,7 @@ def sweep(notebook: Path, seeds: list[int], threads: int = 1, alt_seeds=(), alt_
                 runs.append(run)
                 worst = min((c for c in run.checks if c["margin"] is not None), key=lambda c: c["margin"], default=None)
                 note = f"; smallest margin {worst['margin']:.3g} ({worst['check']})" if worst else ""
-                status = "pass" if run.passed else "FAIL: " + run.error.splitlines()[-1][:200] if run.error else "FAIL"
+                status = "pass" if run.passed else "FAIL: " + headline(run.error)
                 progress(f"{notebook.name} seed {run.seed} threads {run.threads}: {status} in {run.wall_s:.0f} s{note}")
     return runs
 
@@ -156,7 +163,7 @@ def format_summary(notebook: Path, summary: dict) -> str:
                      f"{fmt(c['min_margin'])} | {c['min_margin_seed']} ({c['min_margin_threads']}) | "
                      f"{fmt(c['value_mean'])} | {fmt(c['value_sd'])} | {fmt(c['min_margin_over_sd'])} |")
     for f in summary["failed_runs"]:
-        lines.append(f"\nseed {f['seed']} (threads {f['threads']}) failed: {f['error'].splitlines()[-1] if f['error'] else ''}")
+        lines.append(f"\nseed {f['seed']} (threads {f['threads']}) failed: {headline(f['error'])}")
     return "\n".join(lines)
 
 

@@ -153,3 +153,10 @@ def test_sweep_reports_a_failing_cell_without_colour_codes(tmp_path):
     path = _notebook(tmp_path, "raise ValueError('broken on purpose')")
     (run,) = sweep.sweep(path, [0], alt_seeds=[], progress=lambda m: None)
     assert not run.passed and "ValueError: broken on purpose" in run.error and "\x1b[" not in run.error
+
+
+def test_headline_names_the_exception():
+    error = ("x.ipynb: FAILED: NotebookFailed: x.ipynb, cell 3 failed\nTraceback ...\n"
+             "AssertionError: check failed: gain: 0.5 >= 1.0 does not hold\n--- cell 3 begins:\ncheck(...)\nfailed: x.ipynb")
+    assert sweep.headline(error) == "AssertionError: check failed: gain: 0.5 >= 1.0 does not hold"
+    assert sweep.headline("just text") == "just text" and sweep.headline("") == ""
