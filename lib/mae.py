@@ -816,6 +816,8 @@ class MAEConfig:
     normal_lr_r: float = 4e-3                       # r learns faster than the model: I_hat must track I
     normal_clip: float = 1.0                        # per-model gradient-norm clip: damps r-lag spikes
     normal_anneal: float = 0.3                      # model lr decays to 1/10 over this final fraction
+    normal_C: float = 2.0                           # penalty weight of the normal example: at C = 1 an 800-step
+                                                    # run can stall far below M (see the chapter's checks)
     cat_targets: tuple = (0.0, 0.5, 1.0, 1.5, 2.0, math.log(10))  # §4.6.2; log 10 is Fig. 4.2's maximum
     cat_hidden: int = 32
     cat_steps: int = 600
@@ -848,10 +850,10 @@ class MAEConfig:
 CONFIGS = ChapterScales(
     "mutual_autoencoder",
     quick=MAEConfig(),
-    full=MAEConfig(n_seeds=3, normal_targets=(0.0, 0.5, 1.0, 1.5, 2.0), normal_steps=2500, cat_hidden=64,
+    full=MAEConfig(n_seeds=3, normal_targets=(0.0, 0.5, 1.0, 1.5, 2.0), normal_steps=2500, normal_C=1.0, cat_hidden=64,
                    cat_steps=1500, cat_lr=5e-3, c_sweep=(0.01, 0.1, 0.3, 3.0, 10.0), text_steps=1000),
     paper=MAEConfig(n_seeds=5, batch=512, normal_targets=(0.0, 0.5, 1.0, 1.5, 2.0, 3.0), normal_hidden=256,
-                    normal_steps=20000, normal_lr=1e-3, normal_lr_r=2e-3, cat_hidden=256, cat_steps=20000, cat_lr=1e-3,
+                    normal_steps=20000, normal_C=1.0, normal_lr=1e-3, normal_lr_r=2e-3, cat_hidden=256, cat_steps=20000, cat_lr=1e-3,
                     c_sweep=(0.01, 0.1, 0.3, 3.0, 10.0), text_targets=(1.0, 2.0, 3.0, 4.5),
                     text_steps=20000, text_hidden=256, text_lr=3e-3),
 )

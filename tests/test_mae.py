@@ -223,7 +223,7 @@ def test_configs_and_paper_scale_one_step():
     cfg = mae.CONFIGS.paper
     n = cfg.n_seeds
     normal = mae.NormalMAE(list(range(n * (len(cfg.normal_targets) + 1))), hidden=cfg.normal_hidden)
-    mae.train_mae(normal, [None, *cfg.normal_targets] * n, C=cfg.C, steps=1, lr=cfg.normal_lr, batch=cfg.batch)
+    mae.train_mae(normal, [None, *cfg.normal_targets] * n, C=cfg.normal_C, steps=1, lr=cfg.normal_lr, batch=cfg.batch)
     cat = mae.FiniteMAE(list(range(n)), torch.full((10,), 0.1), hidden=cfg.cat_hidden, k=cfg.resample_k)
     mae.train_mae(cat, [math.log(10)] * n, C=cfg.C, steps=1, lr=cfg.cat_lr, batch=cfg.batch)
     sents, q, segs, index = mae.SentenceGrammar().build()
