@@ -108,7 +108,7 @@ def test_summary_finds_the_smallest_margin_and_its_seed():
     a, b = s["checks"]["a"], s["checks"]["b"]
     assert a["min_margin"] == pytest.approx(1.0) and a["min_margin_seed"] == 1 and a["failures"] == 0
     assert a["value_mean"] == pytest.approx(3.0) and a["value_sd"] == pytest.approx(1.0)
-    assert a["min_margin_over_sd"] == pytest.approx(1.0)
+    assert a["min_margin_over_sd"] == pytest.approx(1.0) and a["mean_margin_over_sd"] == pytest.approx(2.0)
     assert b["min_margin"] == pytest.approx(-0.1) and (b["min_margin_seed"], b["min_margin_threads"]) == (2, 2)
     assert b["failures"] == 1
     assert b["value_sd"] == pytest.approx(np.std([1.5, 1.1, 0.9], ddof=1))
