@@ -134,7 +134,7 @@ def summarise(runs: list[Run]) -> dict:
 
 
 def sweep(notebook: Path, seeds: list[int], threads: int = 1, alt_seeds=(), alt_threads: int = 2,
-          jobs: int = 2, cell_timeout: int = 300, progress=print) -> list[Run]:
+          jobs: int = 2, cell_timeout: int = 600, progress=print) -> list[Run]:
     """All runs of one notebook: ``seeds`` on ``threads`` threads, then ``alt_seeds`` on ``alt_threads``."""
     if not notebook.exists() or notebook.suffix != ".ipynb":
         raise ValueError(f"expected an existing .ipynb notebook, got {notebook}")
@@ -208,7 +208,9 @@ def main(argv=None) -> int:
     parser.add_argument("--alt-seeds", default="0-4", help="seeds run again on --alt-threads (default 0-4; '' skips)")
     parser.add_argument("--alt-threads", type=int, default=2, help="thread count of those runs (default 2)")
     parser.add_argument("--jobs", type=int, default=2, help="cores to use (one-thread runs go this many at once)")
-    parser.add_argument("--cell-timeout", type=int, default=300, help="seconds a cell may run before the run fails")
+    parser.add_argument("--cell-timeout", type=int, default=600,
+                        help="seconds a cell may run before the run fails (default 600: two-thread runs on a busy "
+                             "2-core machine ran single cells for over 300 s)")
     parser.add_argument("--write", action="store_true", help="store results/<chapter>/seeds.json")
     parser.add_argument("--allow-dirty", action="store_true", help="with --write: accept uncommitted changes")
     args = parser.parse_args(argv)
