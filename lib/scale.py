@@ -34,16 +34,21 @@ def current_scale() -> str:
     return value
 
 
-def seed_offset() -> int:
-    """The integer in ``REPRO_SEED`` (default 0) that shifts every seed of a run."""
-    raw = os.environ.get("REPRO_SEED", "0").strip() or "0"
+def _env_int(name: str, default: int, minimum: int, kind: str) -> int:
+    """The integer in environment variable ``name`` (``default`` if unset or blank), at least ``minimum``."""
+    raw = os.environ.get(name, "").strip() or str(default)
     try:
         value = int(raw)
     except ValueError:
-        raise ValueError(f"REPRO_SEED must be a non-negative integer, got {raw!r}") from None
-    if value < 0:
-        raise ValueError(f"REPRO_SEED must be a non-negative integer, got {value}")
+        raise ValueError(f"{name} must be a {kind} integer, got {raw!r}") from None
+    if value < minimum:
+        raise ValueError(f"{name} must be a {kind} integer, got {value}")
     return value
+
+
+def seed_offset() -> int:
+    """The integer in ``REPRO_SEED`` (default 0) that shifts every seed of a run."""
+    return _env_int("REPRO_SEED", 0, 0, "non-negative")
 
 
 def seed(i: int = 0) -> int:
@@ -62,14 +67,7 @@ def seeds(n: int) -> list[int]:
 
 def thread_count() -> int:
     """The thread count in ``REPRO_THREADS`` (default 1) that :func:`lib.notebook.setup` pins."""
-    raw = os.environ.get("REPRO_THREADS", "1").strip() or "1"
-    try:
-        value = int(raw)
-    except ValueError:
-        raise ValueError(f"REPRO_THREADS must be a positive integer, got {raw!r}") from None
-    if value < 1:
-        raise ValueError(f"REPRO_THREADS must be a positive integer, got {value}")
-    return value
+    return _env_int("REPRO_THREADS", 1, 1, "positive")
 
 
 def set_threads(n: int = 1) -> int:
