@@ -160,3 +160,25 @@ def test_headline_names_the_exception():
              "AssertionError: check failed: gain: 0.5 >= 1.0 does not hold\n--- cell 3 begins:\ncheck(...)\nfailed: x.ipynb")
     assert sweep.headline(error) == "AssertionError: check failed: gain: 0.5 >= 1.0 does not hold"
     assert sweep.headline("just text") == "just text" and sweep.headline("") == ""
+
+
+def test_write_record_refuses_a_dirty_tree_and_stores_the_sweep(tmp_path, monkeypatch):
+    import lib.results
+
+    path = _notebook(tmp_path, "pass")
+    runs = [_run(0, 1, True, {"a": 3.0}), _run(1, 2, True, {"a": 2.0})]
+    summary = sweep.summarise(runs)
+    monkeypatch.setattr(lib.results, "git_commit", lambda: "abc123-dirty")
+    with pytest.raises(SystemExit, match="uncommitted"):
+        sweep.write_record(path, runs, summary, 1.0, allow_dirty=False)
+    monkeypatch.setattr(lib.results, "git_commit", lambda: "abc123")
+    out = sweep.write_record(path, runs, summary, 1.0, allow_dirty=False)
+    assert out == tmp_path / "clone" / "results" / "demo" / "seeds.json"
+    rec = json.loads(out.read_text())
+    assert rec["notebook"] == "chapters/t.ipynb" and rec["chapter"] == "demo"
+    assert rec["provenance"]["scale"] == "quick" and rec["provenance"]["threads"] == [1, 2]
+    assert [(r["seed"], r["threads"], r["checks"]) for r in rec["runs"]] == [(0, 1, {"a": 3.0}), (1, 2, {"a": 2.0})]
+    assert rec["summary"]["checks"]["a"]["min_margin"] == pytest.approx(1.0)
+    runs[1].chapter = "other"
+    with pytest.raises(SystemExit, match="chapter key"):
+        sweep.write_record(path, runs, summary, 1.0, allow_dirty=False)
