@@ -243,7 +243,7 @@ def store_in_book_cache(path: Path, run: Execution, cache=None) -> None:
     import nbformat
     from jupyter_cache.base import CacheBundleIn
 
-    cache = cache or book_cache(repo_root_of(path))
+    cache = cache or book_cache(repo_root(path))
     source = nbformat.read(path, as_version=4)
     bundle = copy.deepcopy(source)
     for cell, done in zip(bundle.cells, run.notebook.cells):
@@ -258,11 +258,12 @@ def store_in_book_cache(path: Path, run: Execution, cache=None) -> None:
     assert cache.match_cache_notebook(source).pk == record.pk, "cached copy does not match its source"
 
 
-def repo_root_of(path: Path) -> Path:
-    for parent in Path(path).resolve().parents:
-        if (parent / "_config.yml").exists():
+def repo_root(notebook: Path) -> Path:
+    """The clone a notebook belongs to (the folder above it that holds ``lib/__init__.py``)."""
+    for parent in Path(notebook).resolve().parents:
+        if (parent / "lib" / "__init__.py").exists():
             return parent
-    return REPO_ROOT
+    raise ValueError(f"{notebook} is not inside a clone of the book (no lib/ above it)")
 
 
 def main(argv=None) -> int:
@@ -281,7 +282,7 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     scale, times, failed = current_scale(), {}, []
     timeout = cell_timeout(scale) if args.timeout is None else args.timeout
-    cache = book_cache(repo_root_of(args.notebooks[0])) if args.book_cache else None
+    cache = book_cache(repo_root(args.notebooks[0])) if args.book_cache else None
     for nb in args.notebooks:
         if cache is not None and (seconds := cached_seconds(nb, cache)) is not None:
             times[nb.name] = seconds

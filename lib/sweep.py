@@ -30,6 +30,7 @@ from pathlib import Path
 import numpy as np
 
 from lib.checks import CHECKS_FILE_ENV, margin
+from lib.run import repo_root
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")  # colour codes of IPython tracebacks
 
@@ -47,14 +48,6 @@ def parse_seeds(text: str) -> list[int]:
             raise ValueError(f"bad seed range {part!r} in {text!r}: need 0 <= first <= last")
         out.update(range(a, b + 1))
     return sorted(out)
-
-
-def repo_root(notebook: Path) -> Path:
-    """The clone a notebook belongs to (the folder above it that holds ``lib/__init__.py``)."""
-    for parent in notebook.resolve().parents:
-        if (parent / "lib" / "__init__.py").exists():
-            return parent
-    raise ValueError(f"{notebook} is not inside a clone of the book (no lib/ above it)")
 
 
 @dataclass
