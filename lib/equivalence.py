@@ -17,6 +17,11 @@ Sections of this module:
 * the theorem's construction :func:`identifiable_network` (Lemma A.17) and black-box recovery
   :func:`recover` (the proof of Thm A.1 turned into an algorithm);
 * the counterexamples of the chapter's "Which assumptions matter?" section: :func:`counterexample`.
+
+The float64 forward pass, pre-activations and parameter validation are :mod:`lib.nets`'s
+(``forward_f64``, ``preactivations_f64``, ``as_float64_params``; re-exported here as :func:`forward`
+and :func:`preactivations`), and the polygon splitting is :func:`lib.linear_regions.regions_2d`: exact
+geometry of a ReLU net has one home, shared with chapter 08.
 """
 
 from __future__ import annotations
@@ -26,6 +31,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.optimize import linear_sum_assignment
+
+from lib.linear_regions import polygon_area as _area
+from lib.linear_regions import regions_2d
+from lib.nets import as_float64_inputs as _check_X
+from lib.nets import as_float64_params as _check_params
+from lib.nets import check_leak as _check_alpha
+from lib.nets import forward_f64 as forward
+from lib.nets import preactivations_f64 as preactivations
 
 __all__ = [
     "RecoveryError", "CountingOracle", "forward", "preactivations", "widths_of", "apply_symmetry",
@@ -44,50 +57,6 @@ class RecoveryError(RuntimeError):
 # Networks, validation, symmetries (eqs. 1.3, 2.1-2.4)
 # ----------------------------------------------------------------------------------------------
 
-def _check_params(params) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Validate a network and return it as float64 copies; ValueError with a clear message if bad."""
-    if not isinstance(params, (list, tuple)) or len(params) == 0:
-        raise ValueError("params must be a non-empty list of (W, b) pairs")
-    out, prev = [], None
-    for l, layer in enumerate(params, start=1):
-        if not isinstance(layer, (list, tuple)) or len(layer) != 2:
-            raise ValueError(f"layer {l} must be a (W, b) pair")
-        try:
-            W, b = np.array(layer[0], dtype=np.float64), np.array(layer[1], dtype=np.float64)
-        except (TypeError, ValueError):
-            raise ValueError(f"layer {l}: W and b must be real numeric arrays") from None
-        if W.ndim != 2 or W.shape[0] == 0 or W.shape[1] == 0:
-            raise ValueError(f"layer {l}: W must be a non-empty 2-D array, got shape {W.shape}")
-        if b.shape != (W.shape[0],):
-            raise ValueError(f"layer {l}: b must have shape ({W.shape[0]},), got {b.shape}")
-        if prev is not None and W.shape[1] != prev:
-            raise ValueError(f"layer {l}: W has {W.shape[1]} columns but layer {l - 1} has {prev} units")
-        if not (np.all(np.isfinite(W)) and np.all(np.isfinite(b))):
-            raise ValueError(f"layer {l}: parameters contain NaN or infinite values")
-        out.append((W, b))
-        prev = W.shape[0]
-    return out
-
-
-def _check_X(X, d0: int) -> np.ndarray:
-    """Validate an input batch of shape ``(n, d0)``."""
-    try:
-        X = np.asarray(X, dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError("X must be a real numeric array") from None
-    if X.ndim != 2 or X.shape[1] != d0 or X.shape[0] == 0:
-        raise ValueError(f"X must have shape (n, {d0}) with n >= 1, got {X.shape}")
-    if not np.all(np.isfinite(X)):
-        raise ValueError("X contains NaN or infinite values")
-    return X
-
-
-def _check_alpha(alpha) -> float:
-    if not (isinstance(alpha, (int, float)) and 0.0 <= alpha < 1.0):
-        raise ValueError(f"alpha (leaky-ReLU slope) must be a number in [0, 1), got {alpha!r}")
-    return float(alpha)
-
-
 def _check_domain(domain) -> tuple[float, float]:
     try:
         lo, hi = (float(v) for v in domain)
@@ -102,31 +71,6 @@ def widths_of(params) -> list[int]:
     """The architecture ``(d_0, d_1, ..., d_L)`` of a network."""
     params = _check_params(params)
     return [params[0][0].shape[1]] + [W.shape[0] for W, _ in params]
-
-
-def _act(U: np.ndarray, alpha: float) -> np.ndarray:
-    return np.maximum(U, 0.0) if alpha == 0.0 else np.where(U >= 0, U, alpha * U)
-
-
-def preactivations(params, X, alpha: float = 0.0) -> list[np.ndarray]:
-    """Pre-activations ``h^{1:l}(X)`` of every hidden layer ``l = 1..L-1`` (eq. 1.4), each ``(n, d_l)``."""
-    params, alpha = _check_params(params), _check_alpha(alpha)
-    Z, out = _check_X(X, params[0][0].shape[1]), []
-    for W, b in params[:-1]:
-        U = Z @ W.T + b
-        out.append(U)
-        Z = _act(U, alpha)
-    return out
-
-
-def forward(params, X, alpha: float = 0.0) -> np.ndarray:
-    """The network function ``h_theta(X)`` (eq. 1.3), shape ``(n, d_L)``; ``alpha > 0``: leaky ReLU."""
-    params, alpha = _check_params(params), _check_alpha(alpha)
-    Z = _check_X(X, params[0][0].shape[1])
-    for W, b in params[:-1]:
-        Z = _act(Z @ W.T + b, alpha)
-    W, b = params[-1]
-    return Z @ W.T + b
 
 
 def random_network(widths, seed: int, bias_std: float = 0.5) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -322,58 +266,17 @@ class Edge:
         return float(np.linalg.norm(self.q - self.p))
 
 
-def _area(P: np.ndarray) -> float:
-    x, y = P[:, 0], P[:, 1]
-    return 0.5 * float(np.dot(x, np.roll(y, -1)) - np.dot(y, np.roll(x, -1)))
-
-
-def _clip(P: np.ndarray, w: np.ndarray, c: float, tol: float) -> np.ndarray:
-    """Part of convex polygon ``P`` where ``w.x + c >= 0`` (Sutherland-Hodgman, one half-plane)."""
-    v = P @ w + c
-    v = np.where(np.abs(v) <= tol, 0.0, v)
-    out = []
-    for k in range(len(P)):
-        j = (k + 1) % len(P)
-        if v[k] >= 0:
-            out.append(P[k])
-        if (v[k] > 0 and v[j] < 0) or (v[k] < 0 and v[j] > 0):
-            t = v[k] / (v[k] - v[j])
-            out.append(P[k] + t * (P[j] - P[k]))
-    return np.array(out) if len(out) >= 3 else np.zeros((0, 2))
-
-
 def linear_regions_2d(params, domain=(-1, 1), alpha: float = 0.0) -> list[Region]:
     """Exact linear regions of a 2-input net on the box ``domain^2`` by polygon splitting.
 
-    Every polygon is split by the local line of each unit of the next layer, so all zero sets of all
-    hidden units lie on polygon edges; slivers with area < 1e-14 are dropped.
+    The splitting is :func:`lib.linear_regions.regions_2d` (every polygon is cut by the local line of
+    each unit of the next layer, so all zero sets of all hidden units lie on polygon edges; slivers
+    with area < 1e-14 are dropped); here its regions are returned as this module's :class:`Region`.
     """
-    params, alpha = _check_params(params), _check_alpha(alpha)
     lo, hi = _check_domain(domain)
-    if params[0][0].shape[1] != 2:
+    if _check_params(params)[0][0].shape[1] != 2:
         raise ValueError("linear_regions_2d needs a 2-input network")
-    box = np.array([[lo, lo], [hi, lo], [hi, hi], [lo, hi]], dtype=np.float64)
-    regions = [(box, (), [], np.eye(2), np.zeros(2))]
-    for W, b in params[:-1]:
-        new = []
-        for P, bits, pre, A, a in regions:
-            Wl, bl = W @ A, W @ a + b
-            tol = 1e-12 * (1.0 + np.abs(Wl).sum(1) * max(abs(lo), abs(hi)) + np.abs(bl))
-            pieces = [(P, ())]
-            for i in range(W.shape[0]):
-                nxt = []
-                for Q, qb in pieces:
-                    for sign in (1.0, -1.0):
-                        R = _clip(Q, sign * Wl[i], sign * bl[i], tol[i])
-                        if len(R) and abs(_area(R)) > 1e-14:
-                            nxt.append((R, qb + (sign > 0,)))
-                pieces = nxt
-            for Q, qb in pieces:
-                s = np.where(np.array(qb), 1.0, alpha)
-                new.append((Q, bits + qb, pre + [(Wl, bl)], s[:, None] * Wl, s * bl))
-        regions = new
-    W, b = params[-1]
-    return [Region(P, bits, pre, (W @ A, W @ a + b)) for P, bits, pre, A, a in regions]
+    return [Region(r.polygon, r.pattern, r.pre, (r.A, r.c)) for r in regions_2d(params, (lo, hi, lo, hi), alpha)]
 
 
 def region_edges(params, regions: list[Region], domain=(-1, 1), alpha: float = 0.0) -> list[Edge]:

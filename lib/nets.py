@@ -5,6 +5,11 @@ Phuong 2021, §1.2): ``x -> W_L relu(... relu(W_1 x + b_1) ...) + b_L``. The two
 the function fixed (permuting and positively rescaling the hidden units of a layer; Chapter 1) are
 :func:`permute_hidden` and :func:`rescale_hidden`. :class:`BatchedMLP` trains many independent small
 nets (seeds, widths padded, data sets) as one tensor computation (Chapters 0 and 6).
+
+Beside the torch path, the float64 numpy path for exact geometry (chapters 01 and 08):
+:func:`forward_f64`, :func:`preactivations_f64`, :func:`activation_patterns` on ``(W, b)`` lists of
+numpy arrays, validated by :func:`as_float64_params`; linear regions and local affine maps built on
+them are in :mod:`lib.linear_regions`.
 """
 
 from __future__ import annotations
@@ -12,6 +17,7 @@ from __future__ import annotations
 import math
 from typing import Sequence
 
+import numpy as np
 import torch
 
 ACTIVATIONS = ("relu", "leaky_relu", "linear")
@@ -192,3 +198,97 @@ class BatchedMLP(torch.nn.Module):
             raise ValueError(f"model index must be in [0, {self.n_models}), got {m}")
         return [(W[m].detach().clone(), b[m].detach().clone()) for W, b in zip(self.weights, self.biases)]
 
+
+
+# ----------------------------------------------------------------------------------------------
+# The float64 numpy path: exact geometry of a ReLU net (chapters 01 and 08; lib.linear_regions)
+# ----------------------------------------------------------------------------------------------
+# Beside the torch path above, the same network as a list of (W, b) numpy float64 arrays, evaluated
+# exactly (no autograd, no float32): forward pass, hidden pre-activations and activation patterns.
+# ``alpha > 0`` gives leaky ReLU; a unit is *active* where its pre-activation is >= 0.
+
+def as_float64_params(params) -> list:
+    """Validate a network and return it as float64 numpy copies; ValueError with a clear message if bad."""
+    if not isinstance(params, (list, tuple)) or len(params) == 0:
+        raise ValueError("params must be a non-empty list of (W, b) pairs")
+    out, prev = [], None
+    for l, layer in enumerate(params, start=1):
+        if not isinstance(layer, (list, tuple)) or len(layer) != 2:
+            raise ValueError(f"layer {l} must be a (W, b) pair")
+        try:
+            W = np.array(_as_numpy(layer[0]), dtype=np.float64)
+            b = np.array(_as_numpy(layer[1]), dtype=np.float64)
+        except (TypeError, ValueError):
+            raise ValueError(f"layer {l}: W and b must be real numeric arrays") from None
+        if W.ndim != 2 or W.shape[0] == 0 or W.shape[1] == 0:
+            raise ValueError(f"layer {l}: W must be a non-empty 2-D array, got shape {W.shape}")
+        if b.shape != (W.shape[0],):
+            raise ValueError(f"layer {l}: b must have shape ({W.shape[0]},), got {b.shape}")
+        if prev is not None and W.shape[1] != prev:
+            raise ValueError(f"layer {l}: W has {W.shape[1]} columns but layer {l - 1} has {prev} units")
+        if not (np.all(np.isfinite(W)) and np.all(np.isfinite(b))):
+            raise ValueError(f"layer {l}: parameters contain NaN or infinite values")
+        out.append((W, b))
+        prev = W.shape[0]
+    return out
+
+
+def _as_numpy(a):
+    return a.detach().cpu().numpy() if isinstance(a, torch.Tensor) else a
+
+
+def as_float64_inputs(X, d0: int) -> np.ndarray:
+    """Validate an input batch of shape ``(n, d0)`` (n >= 1, finite) and return it as float64."""
+    try:
+        X = np.asarray(_as_numpy(X), dtype=np.float64)
+    except (TypeError, ValueError):
+        raise ValueError("X must be a real numeric array") from None
+    if X.ndim != 2 or X.shape[1] != d0 or X.shape[0] == 0:
+        raise ValueError(f"X must have shape (n, {d0}) with n >= 1, got {X.shape}")
+    if not np.all(np.isfinite(X)):
+        raise ValueError("X contains NaN or infinite values")
+    return X
+
+
+def check_leak(alpha) -> float:
+    """The leaky-ReLU slope ``alpha`` in [0, 1) (0: plain ReLU)."""
+    if not (isinstance(alpha, (int, float)) and 0.0 <= alpha < 1.0):
+        raise ValueError(f"alpha (leaky-ReLU slope) must be a number in [0, 1), got {alpha!r}")
+    return float(alpha)
+
+
+def leaky_np(U: np.ndarray, alpha: float) -> np.ndarray:
+    """ReLU (``alpha = 0``) or leaky ReLU of a numpy array."""
+    return np.maximum(U, 0.0) if alpha == 0.0 else np.where(U >= 0, U, alpha * U)
+
+
+def preactivations_f64(params, X, alpha: float = 0.0) -> list:
+    """Float64 pre-activations of every hidden layer ``l = 1..L-1``, each of shape ``(n, d_l)``."""
+    params, alpha = as_float64_params(params), check_leak(alpha)
+    Z, out = as_float64_inputs(X, params[0][0].shape[1]), []
+    for W, b in params[:-1]:
+        U = Z @ W.T + b
+        out.append(U)
+        Z = leaky_np(U, alpha)
+    return out
+
+
+def forward_f64(params, X, alpha: float = 0.0) -> np.ndarray:
+    """The network function in float64, shape ``(n, d_L)``; ``alpha > 0``: leaky ReLU."""
+    params, alpha = as_float64_params(params), check_leak(alpha)
+    Z = as_float64_inputs(X, params[0][0].shape[1])
+    for W, b in params[:-1]:
+        Z = leaky_np(Z @ W.T + b, alpha)
+    W, b = params[-1]
+    return Z @ W.T + b
+
+
+def activation_patterns(params, X) -> np.ndarray:
+    """Activation bits (pre-activation >= 0) of all hidden units, layers in order: bool ``(n, sum d_l)``.
+
+    The pattern does not depend on the leaky slope (leaky ReLU keeps the sign of its input).
+    """
+    pre = preactivations_f64(params, X)
+    if not pre:
+        return np.zeros((as_float64_inputs(X, as_float64_params(params)[0][0].shape[1]).shape[0], 0), bool)
+    return np.hstack([U >= 0 for U in pre])

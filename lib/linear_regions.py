@@ -1,0 +1,262 @@
+"""Linear regions and exact local affine maps of ReLU networks (chapter 08_local_linearity).
+
+Sattelberg (2026), *Local Linearity of ReLU Neural Networks*, Chapters 5-7. A ReLU network is
+piecewise affine: fixing which hidden units are active (the *activation pattern*, one bit per unit)
+turns it into one affine map ``f(x) = A x + c`` (the thesis' linear coefficients ``(J_i, y_i)``,
+eq. 5.25), valid on the convex polytope of inputs with that pattern. This module computes both
+exactly, in float64, on networks given as lists ``[(W_1, b_1), ..., (W_L, b_L)]`` of numpy arrays
+(``W_l`` of shape ``(d_l, d_{l-1})``; hidden layers ReLU, or leaky ReLU with slope ``alpha``; the last
+layer affine). The forward pass and patterns it builds on are :func:`lib.nets.forward_f64` and
+:func:`lib.nets.activation_patterns`.
+
+* :func:`local_affine` — the exact local map ``(A, c)`` at each input (eq. 5.25, no autograd);
+* :func:`regions_2d` — every linear region of a 2-input net inside a box, exactly, by splitting
+  convex polygons layer by layer (not a grid), with each region's pattern and local maps;
+* :func:`regions_1d` — the same on an interval, for 1-input nets (the sine networks of §5.3);
+* :func:`arrangement_bound` and :func:`region_bound` — the hyperplane-arrangement bound (5.15) and
+  its product over layers for deep nets;
+* :func:`grid_pattern_count` — how many distinct patterns a ``p x p`` grid sees (what a sampling
+  method such as the thesis' cross-sections can find at most).
+
+Defined for chapter 08; :mod:`lib.equivalence` (chapter 01) uses the same splitting.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import comb
+
+import numpy as np
+
+from lib.nets import activation_patterns, as_float64_inputs, as_float64_params, check_leak, leaky_np
+
+__all__ = ["Region", "Interval", "local_affine", "regions_2d", "regions_1d", "polygon_area", "arrangement_bound",
+           "region_bound", "grid_pattern_count", "pattern_string"]
+
+
+@dataclass
+class Region:
+    """A linear region of a 2-input net: a convex polygon with one activation pattern.
+
+    ``polygon`` (k, 2) vertices in counter-clockwise order; ``pattern`` the activation bits (True =
+    active) of all hidden units, layers in order; ``pre`` per hidden layer the local pre-activation map
+    ``(W_loc (d_l, 2), b_loc (d_l,))`` valid on the region; ``A`` (d_out, 2) and ``c`` (d_out,) the
+    output's affine map on the region (valid on its closure).
+    """
+    polygon: np.ndarray
+    pattern: tuple
+    pre: list = field(default_factory=list)
+    A: np.ndarray = None
+    c: np.ndarray = None
+
+    @property
+    def area(self) -> float:
+        return polygon_area(self.polygon)
+
+    @property
+    def centroid(self) -> np.ndarray:
+        """The polygon's centroid (an interior point: regions are convex with non-zero area)."""
+        P = self.polygon
+        x, y = P[:, 0], P[:, 1]
+        cross = x * np.roll(y, -1) - np.roll(x, -1) * y
+        a = 0.5 * cross.sum()
+        return np.array([((x + np.roll(x, -1)) * cross).sum(), ((y + np.roll(y, -1)) * cross).sum()]) / (6 * a)
+
+
+@dataclass
+class Interval:
+    """A linear region of a 1-input net: ``[lo, hi]``, its pattern and the output map ``a * x + c``."""
+    lo: float
+    hi: float
+    pattern: tuple
+    A: np.ndarray = None     # (d_out, 1)
+    c: np.ndarray = None     # (d_out,)
+
+
+def pattern_string(pattern) -> str:
+    """Activation bits as the thesis writes them, e.g. ``"10"``."""
+    return "".join("1" if b else "0" for b in pattern)
+
+
+def polygon_area(P) -> float:
+    """Signed area of a polygon (positive for counter-clockwise vertices; shoelace formula)."""
+    P = np.asarray(P, dtype=np.float64)
+    if P.ndim != 2 or P.shape[1] != 2:
+        raise ValueError(f"a polygon is a (k, 2) array of vertices, got shape {P.shape}")
+    x, y = P[:, 0], P[:, 1]
+    return 0.5 * float(np.dot(x, np.roll(y, -1)) - np.dot(y, np.roll(x, -1)))
+
+
+def local_affine(params, X, alpha: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+    """The exact local affine map of the network at each row of ``X`` (eq. 5.25).
+
+    Returns ``A`` of shape ``(N, d_out, d)`` (the input Jacobian, rows = outputs: ``J[out, in]``) and
+    ``c`` of shape ``(N, d_out)`` with ``f(x) = A[n] @ x + c[n]`` on the whole activation region of
+    ``x = X[n]`` (so ``c = f(x) - J x``, not ``f(x)``). Built by masking: with ``s_l`` the slopes of
+    layer ``l`` at ``x`` (1 active, ``alpha`` inactive), ``A = W_L S_{L-1} W_{L-1} ... S_1 W_1``. At a
+    unit with pre-activation exactly 0 the active side is taken (either side's map is valid there).
+    ValueError if ``params`` or ``X`` have the wrong shapes.
+    """
+    params, alpha = as_float64_params(params), check_leak(alpha)
+    X = as_float64_inputs(X, params[0][0].shape[1])
+    A = np.broadcast_to(np.eye(X.shape[1]), (X.shape[0],) + (X.shape[1],) * 2)
+    c = np.zeros((X.shape[0], X.shape[1]))
+    Z = X
+    for W, b in params[:-1]:
+        U = Z @ W.T + b
+        s = np.where(U >= 0, 1.0, alpha)
+        A = s[:, :, None] * np.einsum("mk,nkd->nmd", W, A)
+        c = s * (c @ W.T + b)
+        Z = leaky_np(U, alpha)
+    W, b = params[-1]
+    return np.einsum("mk,nkd->nmd", W, A), c @ W.T + b
+
+
+def _clip(P: np.ndarray, w: np.ndarray, c: float, tol: float) -> np.ndarray:
+    """Part of convex polygon ``P`` where ``w.x + c >= 0`` (Sutherland-Hodgman, one half-plane).
+
+    Values within ``tol`` of 0 count as 0, so a line through a vertex does not create slivers. The
+    vertex order (counter-clockwise) is kept.
+    """
+    v = P @ w + c
+    v = np.where(np.abs(v) <= tol, 0.0, v)
+    out = []
+    for k in range(len(P)):
+        j = (k + 1) % len(P)
+        if v[k] >= 0:
+            out.append(P[k])
+        if (v[k] > 0 and v[j] < 0) or (v[k] < 0 and v[j] > 0):
+            t = v[k] / (v[k] - v[j])
+            out.append(P[k] + t * (P[j] - P[k]))
+    return np.array(out) if len(out) >= 3 else np.zeros((0, 2))
+
+
+def _check_box(box) -> tuple[float, float, float, float]:
+    try:
+        xmin, xmax, ymin, ymax = (float(v) for v in box)
+    except (TypeError, ValueError):
+        raise ValueError(f"box must be (xmin, xmax, ymin, ymax), got {box!r}") from None
+    if not all(np.isfinite([xmin, xmax, ymin, ymax])) or not (xmin < xmax and ymin < ymax):
+        raise ValueError(f"box must be finite with xmin < xmax and ymin < ymax, got {box!r}")
+    return xmin, xmax, ymin, ymax
+
+
+def regions_2d(params, box, alpha: float = 0.0, min_area: float = 1e-14) -> list[Region]:
+    """Every linear region of a 2-input ReLU net inside ``box = (xmin, xmax, ymin, ymax)``, exactly.
+
+    Algorithm (polygon splitting layer by layer): start from the box with the identity map. For each
+    hidden layer, on each current polygon the layer's pre-activations are affine (``W (A x + a) + b``
+    with the polygon's local map ``x -> A x + a`` of the previous layer's output), so each unit's zero
+    set there is a line; cut the polygon by each unit's line in turn, keep the pieces with area above
+    ``min_area``, and give each piece its bits and its new local map (rows of inactive units scaled by
+    ``alpha``). Every region of constant pattern is convex (an intersection of half-planes, by
+    induction over layers), so the pieces after the last hidden layer are exactly the regions, one per
+    pattern. Vertices are counter-clockwise; areas sum to the box area up to rounding.
+    """
+    params, alpha = as_float64_params(params), check_leak(alpha)
+    xmin, xmax, ymin, ymax = _check_box(box)
+    if params[0][0].shape[1] != 2:
+        raise ValueError(f"regions_2d needs a 2-input network, got {params[0][0].shape[1]} inputs")
+    if not (isinstance(min_area, (int, float)) and min_area >= 0):
+        raise ValueError(f"min_area must be a non-negative number, got {min_area!r}")
+    reach = max(abs(xmin), abs(xmax), abs(ymin), abs(ymax))
+    poly = np.array([[xmin, ymin], [xmax, ymin], [xmax, ymax], [xmin, ymax]], dtype=np.float64)
+    regions = [(poly, (), [], np.eye(2), np.zeros(2))]
+    for W, b in params[:-1]:
+        new = []
+        for P, bits, pre, A, a in regions:
+            Wl, bl = W @ A, W @ a + b
+            tol = 1e-12 * (1.0 + np.abs(Wl).sum(1) * reach + np.abs(bl))
+            pieces = [(P, ())]
+            for i in range(W.shape[0]):
+                nxt = []
+                for Q, qb in pieces:
+                    for sign in (1.0, -1.0):
+                        R = _clip(Q, sign * Wl[i], sign * bl[i], tol[i])
+                        if len(R) and abs(polygon_area(R)) > min_area:
+                            nxt.append((R, qb + (sign > 0,)))
+                pieces = nxt
+            for Q, qb in pieces:
+                s = np.where(np.array(qb), 1.0, alpha)
+                new.append((Q, bits + qb, pre + [(Wl, bl)], s[:, None] * Wl, s * bl))
+        regions = new
+    W, b = params[-1]
+    return [Region(P, bits, pre, W @ A, W @ a + b) for P, bits, pre, A, a in regions]
+
+
+def regions_1d(params, interval, alpha: float = 0.0, min_length: float = 1e-12) -> list[Interval]:
+    """Every linear region of a 1-input ReLU net on ``interval = (lo, hi)``, exactly, left to right.
+
+    The 1-D analogue of :func:`regions_2d`: each interval is cut at the zero of every unit's local
+    pre-activation (an affine function of ``x`` there). Pieces shorter than ``min_length`` are dropped.
+    """
+    params, alpha = as_float64_params(params), check_leak(alpha)
+    try:
+        lo, hi = (float(v) for v in interval)
+    except (TypeError, ValueError):
+        raise ValueError(f"interval must be (lo, hi), got {interval!r}") from None
+    if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+        raise ValueError(f"interval must be finite with lo < hi, got {interval!r}")
+    if params[0][0].shape[1] != 1:
+        raise ValueError(f"regions_1d needs a 1-input network, got {params[0][0].shape[1]} inputs")
+    pieces = [(lo, hi, (), np.ones(1), np.zeros(1))]          # local map of the layer output: x -> A x + a
+    for W, b in params[:-1]:
+        new = []
+        for s0, t0, bits, A, a in pieces:
+            Wl, bl = W @ A, W @ a + b                          # (d_l,), (d_l,)
+            cuts = [s0, t0]
+            for w, c in zip(Wl, bl):
+                if w != 0:
+                    z = -c / w
+                    if s0 + min_length < z < t0 - min_length:
+                        cuts.append(z)
+            cuts = sorted(cuts)
+            for s, t in zip(cuts[:-1], cuts[1:]):
+                if t - s <= min_length:
+                    continue
+                u = Wl * (0.5 * (s + t)) + bl
+                on = u >= 0
+                k = np.where(on, 1.0, alpha)
+                new.append((s, t, bits + tuple(bool(v) for v in on), k * Wl, k * bl))
+        pieces = new
+    W, b = params[-1]
+    return [Interval(s, t, bits, (W @ A)[:, None], W @ a + b) for s, t, bits, A, a in pieces]
+
+
+def arrangement_bound(k: int, n: int) -> int:
+    """Most regions ``k`` hyperplanes cut ``R^n`` into: ``sum_{i <= n} C(k, i)`` (eq. 5.15, Zaslavsky)."""
+    for name, v in (("k", k), ("n", n)):
+        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 0:
+            raise ValueError(f"{name} must be a non-negative int, got {v!r}")
+    return sum(comb(int(k), i) for i in range(int(n) + 1))
+
+
+def region_bound(widths) -> int:
+    """Upper bound on the regions of a ReLU net ``widths = (d_0, d_1, ..., d_{L-1})`` (hidden only).
+
+    The product over hidden layers of the arrangement bound ``sum_{j <= d_0} C(d_l, j)`` (Serra et al.
+    2018, the form the thesis quotes from [14]: polynomial in width, exponential in depth).
+    """
+    widths = list(widths)
+    if len(widths) < 2:
+        raise ValueError(f"widths must list the input dimension and at least one hidden width, got {widths!r}")
+    out = 1
+    for w in widths[1:]:
+        out *= arrangement_bound(w, widths[0])
+    return out
+
+
+def grid_pattern_count(params, box, p: int) -> int:
+    """Distinct activation patterns on the ``p x p`` grid of cell centres of ``box`` (a sampling count).
+
+    Every pattern seen is the pattern of an exact region (or of a boundary, if a grid point lies exactly
+    on a zero set; cell centres of generic nets do not), so this never exceeds ``len(regions_2d(...))``.
+    """
+    xmin, xmax, ymin, ymax = _check_box(box)
+    if not isinstance(p, (int, np.integer)) or isinstance(p, bool) or p < 1:
+        raise ValueError(f"p must be a positive int, got {p!r}")
+    gx = xmin + (np.arange(p) + 0.5) * (xmax - xmin) / p
+    gy = ymin + (np.arange(p) + 0.5) * (ymax - ymin) / p
+    G = np.stack(np.meshgrid(gx, gy), -1).reshape(-1, 2)
+    bits = activation_patterns(params, G)
+    return int(len(np.unique(np.packbits(bits, axis=1), axis=0))) if bits.shape[1] else 1
