@@ -1,0 +1,217 @@
+"""lib.annulus against independent computations: closed forms, an explicit facet list, grids."""
+
+import itertools
+import math
+
+import numpy as np
+import pytest
+
+from lib.annulus import expanded_simplex, inradius, region_radii
+
+
+def _simplex_net(n, c=1.0):
+    """f = c - sum_i relu(u_i . x) with u_i the n+1 unit vectors to the vertices of a regular simplex."""
+    U = np.eye(n + 1) - 1.0 / (n + 1)                   # e_i projected onto sum(x) = 0 ...
+    basis = np.linalg.svd(U)[2][:n]                     # ... written in an orthonormal basis of it
+    u = U @ basis.T
+    u /= np.linalg.norm(u, axis=1, keepdims=True)
+    return [(u, np.zeros(n + 1)), (-np.ones((1, n + 1)), np.array([c]))]
+
+
+def _cross_net(n, L=1.0):
+    """Positive region = the cross-polytope |x|_1 < L (width n+1: n coordinate units + one linear unit)."""
+    W = np.vstack([np.eye(n), np.ones(n) / math.sqrt(n)])
+    b = np.zeros(n + 1)
+    b[-1] = 2 * L
+    v = np.append(-2 / L * np.ones(n), math.sqrt(n) / L)
+    return [(W, b), (v[None, :], np.array([1 - 2 * math.sqrt(n)]))]
+
+
+def _f(params, X, alpha=0.0):
+    (W, b), (v, c) = params
+    Z = X @ np.asarray(W).T + b
+    return np.where(Z > 0, Z, alpha * Z) @ np.asarray(v).reshape(-1) + float(np.asarray(c).reshape(-1)[0])
+
+
+# ---------------------------------------------------------------- expanded_simplex
+@pytest.mark.parametrize("n", range(2, 8))
+def test_expanded_simplex_is_uniform_with_circumradius_one(n):
+    V = expanded_simplex(n)
+    assert V.shape == (n * (n + 1), n)
+    np.testing.assert_allclose(np.linalg.norm(V, axis=1), 1.0, atol=1e-12)
+    np.testing.assert_allclose(V.mean(0), 0.0, atol=1e-12)
+    D = np.linalg.norm(V[:, None] - V[None], axis=2)
+    D[np.eye(len(V), dtype=bool)] = np.inf
+    # uniform: every edge has length 1 (= the circumradius); each vertex has 2(n-1) neighbours at distance 1
+    assert abs(D.min() - 1.0) < 1e-12
+    np.testing.assert_array_equal((np.abs(D - 1) < 1e-9).sum(1), 2 * (n - 1))
+
+
+def test_expanded_2_simplex_is_the_regular_hexagon():
+    V = expanded_simplex(2)
+    angles = np.sort(np.mod(np.degrees(np.arctan2(V[:, 1], V[:, 0])) - np.degrees(np.arctan2(V[0, 1], V[0, 0])), 360))
+    np.testing.assert_allclose(angles, [0, 60, 120, 180, 240, 300], atol=1e-9)
+
+
+@pytest.mark.parametrize("bad", [1, 0, -3, 2.0, "3", True])
+def test_expanded_simplex_rejects_bad_dimension(bad):
+    with pytest.raises(ValueError):
+        expanded_simplex(bad)
+
+
+# ---------------------------------------------------------------- inradius
+@pytest.mark.parametrize("d", [2, 3, 4])
+def test_inradius_of_cube_and_cross_polytope(d):
+    cube = np.array(list(itertools.product((-1.0, 1.0), repeat=d)))
+    cross = np.vstack([np.eye(d), -np.eye(d)])
+    assert abs(inradius(cube) - 1.0) < 1e-12
+    assert abs(inradius(cross) - 1 / math.sqrt(d)) < 1e-12
+
+
+def _explicit_facet_inradius(n):
+    """The facets of conv{e_i - e_j} are sum_{i in S} x_i <= 1 (S nonempty, proper): distances from 0."""
+    dists = []
+    for k in range(1, n + 1):
+        normal_sq = k - k * k / (n + 1)                  # |1_S projected onto sum(x) = 0|^2
+        dists.append(1 / math.sqrt(normal_sq) / math.sqrt(2))  # / sqrt(2): circumradius sqrt(2) -> 1
+    return min(dists)
+
+
+@pytest.mark.parametrize("n", range(2, 8))
+def test_inradius_of_expanded_simplex_against_table_4_1_and_facets(n):
+    r = inradius(expanded_simplex(n))
+    table = {2: 3 / 4, 3: 4 / 8, 4: 5 / 12, 5: 6 / 18, 6: 7 / 24, 7: 8 / 32}[n]   # Table 4.1, rho^2
+    assert abs(r - math.sqrt(table)) < 1e-9
+    assert abs(r - _explicit_facet_inradius(n)) < 1e-9
+    eq_4_11 = math.sqrt(2 * (n + 1) / (n * (n + 2) + 0.5 * (1 - (-1) ** n)))
+    assert abs(r - eq_4_11) < 1e-9
+
+
+def test_inradius_is_below_every_support_value():
+    """Brute force: for any direction u, the hull reaches max_v u.v >= inradius, with near-equality somewhere."""
+    rng = np.random.default_rng(0)
+    V = rng.standard_normal((40, 3))
+    r = inradius(V)
+    U = rng.standard_normal((200000, 3))
+    U /= np.linalg.norm(U, axis=1, keepdims=True)
+    support = (U @ V.T).max(1)
+    assert support.min() >= r - 1e-12
+    assert support.min() - r < 5e-3
+
+
+def test_inradius_errors():
+    square = np.array([[1.0, 1], [1, -1], [-1, 1], [-1, -1]])
+    with pytest.raises(ValueError, match="not strictly inside"):
+        inradius(square + 2.0)
+    with pytest.raises(ValueError, match="not strictly inside"):
+        inradius(square + np.array([1.0, 0.0]))  # origin on the boundary
+    with pytest.raises(ValueError):
+        inradius(np.array([[0.0, 0], [1, 1], [2, 2], [-1, -1]]))  # collinear
+    with pytest.raises(ValueError):
+        inradius(np.ones(5))
+    with pytest.raises(ValueError):
+        inradius(np.array([[np.nan, 0], [1, 1], [2, 0], [0, 3]]))
+
+
+# ---------------------------------------------------------------- region_radii
+@pytest.mark.parametrize("n, ratio", [(2, 2 / math.sqrt(3)), (3, math.sqrt(2))])
+def test_simplex_nets_give_expanded_simplices(n, ratio):
+    rho, R = region_radii(_simplex_net(n, c=1.0))
+    # rho = the nearest facet sum_{i in S} u_i . x = 1: |u_i| = 1 (n = 2); |u_i + u_j| = 2/sqrt(3) (n = 3)
+    assert abs(rho - {2: 1.0, 3: math.sqrt(3) / 2}[n]) < 1e-9
+    assert abs(R / rho - ratio) < 1e-9
+
+
+@pytest.mark.parametrize("n", [2, 3])
+def test_cross_nets_give_square_and_octahedron(n):
+    rho, R = region_radii(_cross_net(n, L=0.7))
+    assert abs(R - 0.7) < 1e-9 and abs(rho - 0.7 / math.sqrt(n)) < 1e-9
+    assert abs(R / rho - math.sqrt(n)) < 1e-9
+
+
+def _grid_radii(params, lim, h, alpha=0.0):
+    g = np.arange(-lim, lim + h / 2, h)
+    X = np.stack(np.meshgrid(g, g), -1).reshape(-1, 2)
+    pos = _f(params, X, alpha) > 0
+    r = np.linalg.norm(X, axis=1)
+    return r[~pos].min(), r[pos].max()
+
+
+def _random_bounded_nets(count, alpha, seed):
+    rng = np.random.default_rng(seed)
+    nets = []
+    while len(nets) < count:
+        W = rng.standard_normal((3, 2))
+        b = rng.normal(0, 0.3, 3)
+        v = -np.abs(rng.normal(1, 0.3, 3))
+        c = np.array([rng.uniform(0.5, 1.5) + float(np.maximum(b, alpha * b) @ -v)])
+        p = [(W, b), (v[None, :], c)]
+        try:
+            rho, R = region_radii(p, negative_slope=alpha)
+        except ValueError:
+            continue
+        if R / rho < 2.5:  # no needle-thin corners, which a grid resolves badly
+            nets.append(p)
+    return nets
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.1])
+def test_region_radii_against_a_grid(alpha):
+    h = 2e-3
+    for p in _random_bounded_nets(4, alpha, seed=int(alpha * 10) + 1):
+        rho, R = region_radii(p, negative_slope=alpha)
+        lim = R * 1.05
+        g_rho, g_R = _grid_radii(p, lim, h * lim, alpha)
+        # grid points outside are at least rho away, and some are within one cell of rho; likewise for R
+        assert rho <= g_rho + 1e-12 and g_rho - rho < 2 * h * lim
+        assert g_R <= R + 1e-12 and R - g_R < 2 * h * lim
+
+
+def test_region_radii_against_an_explicit_quadrilateral():
+    """A net whose region is the quadrilateral with vertices on the two unit lines; vertices by hand."""
+    # f = 1 + l(x) - relu(x1) * a - relu(x2) * b with l linear (unit 3 active over the region)
+    a, bb, beta = 1.5, 2.5, np.array([0.4, 0.2])
+    W = np.array([[1.0, 0.0], [0.0, 1.0], beta / np.linalg.norm(beta)])
+    p = [(W, np.array([0.0, 0.0, 10.0])),
+         (np.array([[-a, -bb, np.linalg.norm(beta)]]), np.array([1.0 - 10.0 * np.linalg.norm(beta)]))]
+    # inside the region f = 1 + beta.x - a relu(x1) - b relu(x2); its zeros on the axes:
+    verts = np.array([[1 / (a - beta[0]), 0], [-1 / beta[0], 0], [0, 1 / (bb - beta[1])], [0, -1 / beta[1]]])
+    assert np.allclose(_f(p, verts), 0, atol=1e-12)
+    order = [0, 2, 1, 3]
+    P = verts[order]
+    edge_d = []
+    for i in range(4):
+        A, B = P[i], P[(i + 1) % 4]
+        t = np.clip(-A @ (B - A) / ((B - A) @ (B - A)), 0, 1)
+        edge_d.append(np.linalg.norm(A + t * (B - A)))
+    rho, R = region_radii(p)
+    assert abs(R - np.linalg.norm(verts, axis=1).max()) < 1e-9
+    assert abs(rho - min(edge_d)) < 1e-9
+
+
+def test_region_radii_center_translation():
+    p = _simplex_net(2)
+    t = np.array([0.3, -1.2])
+    (W, b), out = p
+    moved = [(W, b - W @ t), out]
+    np.testing.assert_allclose(region_radii(moved, center=t), region_radii(p), atol=1e-12)
+
+
+def test_region_radii_errors():
+    W = np.array([[1.0, 0], [0, 1], [1, 1]])
+    unbounded = [(W, np.zeros(3)), (np.array([[-1.0, -1, 0]]), np.array([1.0]))]  # positive for x -> (-inf, -inf)
+    with pytest.raises(ValueError, match="unbounded"):
+        region_radii(unbounded)
+    rank_one = [(np.array([[1.0, 0], [-1, 0], [2, 0]]), np.zeros(3)), (-np.ones((1, 3)), np.array([1.0]))]
+    with pytest.raises(ValueError, match="unbounded"):
+        region_radii(rank_one)
+    with pytest.raises(ValueError, match="does not contain the center"):
+        region_radii(_simplex_net(2), center=[5.0, 0.0])
+    with pytest.raises(ValueError):
+        region_radii([(np.ones((3, 4)), np.zeros(3)), (np.ones((1, 3)), np.zeros(1))])  # 4 inputs
+    with pytest.raises(ValueError):
+        region_radii([(np.ones((3, 2)), np.zeros(3))])  # no output layer
+    with pytest.raises(ValueError):
+        region_radii(_simplex_net(2), negative_slope=1.5)
+    with pytest.raises(ValueError):
+        region_radii(_simplex_net(2), center=[0.0])
