@@ -215,3 +215,48 @@ def test_region_radii_errors():
         region_radii(_simplex_net(2), negative_slope=1.5)
     with pytest.raises(ValueError):
         region_radii(_simplex_net(2), center=[0.0])
+
+
+
+def test_region_radii_of_a_non_convex_region_with_corners_nearest():
+    """|x|_1 < 1 plus a saturating ramp in x2 (two more units) is a non-convex hexagon-like region with
+    reflex corners; from centres near them the nearest boundary point is a corner, which only the
+    projections onto faces of lower dimension find. Compared with a fine grid."""
+    (W, b), (v, c) = _cross_net(2, L=1.0)
+    W = np.vstack([W, [[0.0, 1.0], [0.0, 1.0]]])
+    b = np.append(b, [-0.2, -0.3])
+    v = np.append(v.ravel(), [6.0, -6.0])                 # +0.6 for x2 > 0.3, a ramp on 0.2 < x2 < 0.3
+    p = [(W, b), (v[None, :], c)]
+    h = 2.5e-3
+    g = np.arange(-1.7, 1.7 + h / 2, h)
+    X = np.stack(np.meshgrid(g, g), -1).reshape(-1, 2)
+    pos = _f(p, X) > 0
+    for center in ([0.0, 0.0], [0.75, 0.2], [-0.8, 0.22], [0.0, 0.9]):
+        center = np.array(center)
+        rho, R = region_radii(p, center=center)
+        r = np.linalg.norm(X - center, axis=1)
+        assert rho <= r[~pos].min() + 1e-12 and r[~pos].min() - rho < 2 * h
+        assert r[pos].max() <= R + 1e-12 and R - r[pos].max() < 2 * h
+
+def test_region_radii_of_non_convex_regions_against_a_grid():
+    """Wider nets with output weights of both signs carve non-convex regions, whose nearest boundary point
+    can be a corner rather than the foot of a perpendicular on an edge."""
+    rng = np.random.default_rng(7)
+    checked = corners = 0
+    while checked < 3:
+        h = 5
+        W = rng.standard_normal((h, 2))
+        b = rng.normal(0, 0.5, h)
+        v = rng.normal(-1, 1.0, h)
+        p = [(W, b), (v[None, :], np.array([1.0 - float(np.maximum(b, 0) @ v)]))]
+        try:
+            rho, R = region_radii(p)
+        except ValueError:
+            continue
+        if R / rho > 4:
+            continue
+        lim = R * 1.05
+        g_rho, g_R = _grid_radii(p, lim, 2e-3 * lim)
+        assert rho <= g_rho + 1e-12 and g_rho - rho < 4e-3 * lim
+        assert g_R <= R + 1e-12 and R - g_R < 4e-3 * lim
+        checked += 1
