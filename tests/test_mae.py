@@ -303,3 +303,58 @@ def test_sequence_mae_small():
     exact, words, y = mae.sequence_reconstruction_rates(model, tok[:10])
     assert 0.0 <= exact <= words <= 1.0 and y.shape == (10, 7)
     assert model.encode_sample(tok[:3], gen).shape == (3, 2)
+
+
+def test_training_objective_on_gaussian_channel():
+    """Decoder N(rho z, 1 - rho^2) and r = its exact posterior: the estimate is the closed-form MI, so the
+    penalty of a target M is C |I - M|; a VAE's objective is -ELBO >= -log-lik = H(N(0,1)) (closed form)."""
+    rho, C = 0.9, 2.0
+    model = mae.NormalMAE([0, 0, 0], hidden=4)
+    _sign_net(model.dec, rho, logvar_bias=math.log(1 - rho ** 2))
+    _sign_net(model.r, rho, logvar_bias=math.log(1 - rho ** 2))
+    mi = mae.bivariate_gaussian_mi(rho)
+    obj = mae.training_objective(model, [None, 0.5, 3.0], C=C, n_samples=200_000, seed=1)
+    assert obj.shape == (3,) and obj.dtype == np.float64
+    assert obj[0] > mae.gaussian_entropy(1) - 0.01  # the ELBO bounds the log-likelihood from below
+    assert abs(obj[1] - obj[0] - C * abs(mi - 0.5)) < 0.02
+    assert abs(obj[2] - obj[0] - C * abs(mi - 3.0)) < 0.02
+    assert abs(obj[1] - obj[0] - C * (mi - 0.5)) < 0.02 and abs(obj[2] - obj[0] - C * (3.0 - mi)) < 0.02
+    with pytest.raises(ValueError, match="n_samples"):
+        mae.training_objective(model, [None] * 3, n_samples=0)
+
+
+def test_best_of_restarts_and_restart_seeds():
+    rng = np.random.default_rng(0)
+    for restarts in (1, 2, 3):
+        obj = rng.normal(size=4 * restarts)
+        keep = mae.best_of_restarts(obj, restarts)
+        brute = [min(range(g * restarts, (g + 1) * restarts), key=lambda i: obj[i]) for g in range(4)]
+        assert keep.tolist() == brute
+    with pytest.raises(ValueError, match="multiple"):
+        mae.best_of_restarts(np.zeros(5), 2)
+    with pytest.raises(ValueError, match="multiple"):
+        mae.best_of_restarts(np.zeros(4), 0)
+    assert mae.restart_seeds([7, 1007], rows=3, restarts=1) == [7, 7, 7, 1007, 1007, 1007]
+    two = mae.restart_seeds([7, 1007], rows=2, restarts=2)
+    assert two == [7, 7 + mae.RESTART_SEED_STEP, 7, 7 + mae.RESTART_SEED_STEP,
+                   1007, 1007 + mae.RESTART_SEED_STEP, 1007, 1007 + mae.RESTART_SEED_STEP]
+    assert mae.RESTART_SEED_STEP > 1000 * 999  # no restart seed equals a run seed of REPRO_SEED < 1000
+    with pytest.raises(ValueError, match="positive"):
+        mae.restart_seeds([0], rows=1, restarts=0)
+    with pytest.raises(ValueError, match="non-negative"):
+        mae.restart_seeds([-1], rows=1, restarts=1)
+
+
+def test_restarts_keep_the_run_that_met_its_target():
+    """A run stalled at the uninformative code (decoder ignoring z) loses to one on the Gaussian channel;
+    both have the optimal likelihood and exact posteriors as encoders, so only the penalty tells them apart."""
+    model = mae.NormalMAE([0, 1], hidden=4)
+    for net in (model.enc, model.dec, model.r):
+        _sign_net(net, 0.9, logvar_bias=math.log(1 - 0.9 ** 2))
+    with torch.no_grad():  # model 0 stalled: p(x|z) = N(0, 1), q(z|x) = r(z|x) = N(0, 1)
+        for layer in (model.enc, model.dec, model.r):
+            layer.weights[-1][0].zero_()
+            layer.biases[-1][0].zero_()
+    M = mae.bivariate_gaussian_mi(0.9)
+    obj = mae.training_objective(model, [M, M], n_samples=50_000, seed=3)
+    assert mae.best_of_restarts(obj, 2).tolist() == [1]
