@@ -7,17 +7,21 @@ import time
 
 from lib.plotting import use_book_style
 from lib import checks
+from lib.results import require_clean_tree
 from lib.scale import ChapterScales, banner, current_scale, set_threads, thread_count
 
 
 def setup(chapter: ChapterScales, threads: int | None = None) -> "Stopwatch":
     """Start a chapter: pin torch threads, apply the figure style, print the scale banner.
 
+    At full and paper scale it refuses a tree with uncommitted changes (``REPRO_ALLOW_DIRTY=1`` allows it),
+    since the results it saves must name the commit that made them.
     ``threads`` defaults to ``REPRO_THREADS`` (1 unless set). Starts the chapter's record of checks
     (:mod:`lib.checks`). Returns a running :class:`Stopwatch` that the chapter's last cell reports.
     """
     if not isinstance(chapter, ChapterScales):
         raise ValueError(f"setup expects the chapter's ChapterScales, got {type(chapter).__name__}")
+    require_clean_tree()  # a full or paper run fails here, not after training, if it could not save
     set_threads(thread_count() if threads is None else threads)
     checks.begin(chapter.chapter)
     use_book_style()

@@ -93,11 +93,38 @@ def results_path(chapter: str, scale: str = "full", root: Path | None = None) ->
     return (root or RESULTS_DIR) / chapter / f"{scale}.json"
 
 
+class DirtyTreeError(RuntimeError):
+    """A full or paper run from a tree with uncommitted changes: its record could not name its code."""
+
+
+def dirty_allowed(allow_dirty: bool | None = None) -> bool:
+    """``allow_dirty`` if given, else whether ``REPRO_ALLOW_DIRTY`` is ``1``."""
+    if allow_dirty is not None:
+        return bool(allow_dirty)
+    return os.environ.get("REPRO_ALLOW_DIRTY", "").strip() == "1"
+
+
+def require_clean_tree(allow_dirty: bool | None = None) -> str:
+    """The current commit; at full and paper scale raise :class:`DirtyTreeError` if it is ``-dirty``.
+
+    Quick runs never save results, so any tree will do for them. ``allow_dirty=True`` (or
+    ``REPRO_ALLOW_DIRTY=1``) lets a run through; its record then says ``-dirty``.
+    """
+    commit = git_commit()
+    if current_scale() != "quick" and commit.endswith("-dirty") and not dirty_allowed(allow_dirty):
+        raise DirtyTreeError(
+            f"a {current_scale()!r} run saves results/ with the commit that made them, but the tree has "
+            f"uncommitted changes ({commit}): commit them first, or set REPRO_ALLOW_DIRTY=1 for a "
+            "record marked -dirty")
+    return commit
+
+
 def save_results(chapter: str, metrics: dict, *, seeds, wall_time_s: float, config=None,
-                 root: Path | None = None) -> Path | None:
+                 root: Path | None = None, allow_dirty: bool | None = None) -> Path | None:
     """Write ``metrics`` with provenance to ``results/<chapter>/<scale>.json`` atomically.
 
-    At quick scale nothing is written (returns ``None``): only full and paper runs are kept.
+    At quick scale nothing is written (returns ``None``): only full and paper runs are kept, and
+    only from a clean tree (:func:`require_clean_tree`; ``allow_dirty`` overrides).
     ``config`` (e.g. the chapter's dataclass) is stored as its ``repr`` for the record.
     """
     if not isinstance(metrics, dict) or not metrics:
@@ -109,6 +136,7 @@ def save_results(chapter: str, metrics: dict, *, seeds, wall_time_s: float, conf
     if scale == "quick":
         print(f"quick scale: results not saved (a {scale!r} run never writes under results/)")
         return None
+    require_clean_tree(allow_dirty)
     record = {
         "chapter": chapter,
         "metrics": _to_jsonable(metrics),

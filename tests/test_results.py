@@ -6,6 +6,13 @@ import pytest
 from lib import results
 
 
+@pytest.fixture(autouse=True)
+def _clean_commit(monkeypatch):
+    """Full-scale saves below run from a clean commit, whatever state the developer's tree is in."""
+    monkeypatch.setattr(results, "git_commit", lambda: "0123abc")
+    monkeypatch.delenv("REPRO_ALLOW_DIRTY", raising=False)
+
+
 def test_quick_scale_never_writes(tmp_path):
     assert results.save_results("demo", {"a": 1}, seeds=[0], wall_time_s=1.0, root=tmp_path) is None
     assert not any(tmp_path.iterdir())
@@ -79,3 +86,46 @@ def test_markdown_table_checks_row_length():
     assert results.markdown_table(["a", "b"], [[1, 0.5]]).splitlines()[2] == "| 1 | 0.5 |"
     with pytest.raises(ValueError, match="row 0 has 1 cells"):
         results.markdown_table(["a", "b"], [[1]])
+
+
+@pytest.fixture
+def commit(monkeypatch):
+    """Pretend the repository is at a given commit (``commit("abc-dirty")`` for uncommitted changes)."""
+    def set_commit(value):
+        monkeypatch.setattr(results, "git_commit", lambda: value)
+    return set_commit
+
+
+@pytest.mark.parametrize("scale", ["full", "paper"])
+def test_full_and_paper_runs_refuse_a_dirty_tree(tmp_path, monkeypatch, commit, scale):
+    monkeypatch.setenv("REPRO_SCALE", scale)
+    monkeypatch.delenv("REPRO_ALLOW_DIRTY", raising=False)
+    commit("abc123-dirty")
+    with pytest.raises(results.DirtyTreeError, match="REPRO_ALLOW_DIRTY=1"):
+        results.save_results("demo", {"a": 1}, seeds=[0], wall_time_s=1.0, root=tmp_path)
+    assert not (tmp_path / "demo").exists()
+    path = results.save_results("demo", {"a": 1}, seeds=[0], wall_time_s=1.0, root=tmp_path, allow_dirty=True)
+    assert json.loads(path.read_text())["provenance"]["git_commit"] == "abc123-dirty"
+    monkeypatch.setenv("REPRO_ALLOW_DIRTY", "1")
+    assert results.require_clean_tree() == "abc123-dirty"
+    with pytest.raises(results.DirtyTreeError):
+        results.require_clean_tree(allow_dirty=False)  # the argument wins over the environment
+    commit("abc123")
+    monkeypatch.delenv("REPRO_ALLOW_DIRTY")
+    assert results.require_clean_tree() == "abc123"
+
+
+def test_quick_runs_accept_a_dirty_tree(commit):
+    commit("abc123-dirty")
+    assert results.require_clean_tree() == "abc123-dirty"
+
+
+def test_setup_refuses_a_dirty_full_run_before_training(monkeypatch, commit):
+    from lib.notebook import setup
+    from lib.scale import ChapterScales
+
+    monkeypatch.setenv("REPRO_SCALE", "full")
+    monkeypatch.delenv("REPRO_ALLOW_DIRTY", raising=False)
+    commit("abc123-dirty")
+    with pytest.raises(results.DirtyTreeError):
+        setup(ChapterScales("demo", quick=1, full=2, paper=3))
