@@ -15,6 +15,8 @@ layer affine). The forward pass and patterns it builds on are :func:`lib.nets.fo
 * :func:`regions_1d` — the same on an interval, for 1-input nets (the sine networks of §5.3);
 * :func:`arrangement_bound` and :func:`region_bound` — the hyperplane-arrangement bound (5.15) and
   its product over layers for deep nets;
+* :func:`zero_sets_2d` — the zero set of every hidden unit as line segments (lines in layer 1, bent
+  lines in deeper layers, Fig. 6.7);
 * :func:`grid_pattern_count` — how many distinct patterns a ``p x p`` grid sees (what a sampling
   method such as the thesis' cross-sections can find at most).
 
@@ -31,7 +33,7 @@ import numpy as np
 from lib.nets import activation_patterns, as_float64_inputs, as_float64_params, check_leak, leaky_np
 
 __all__ = ["Region", "Interval", "local_affine", "regions_2d", "regions_1d", "polygon_area", "arrangement_bound",
-           "region_bound", "grid_pattern_count", "pattern_string"]
+           "region_bound", "grid_pattern_count", "pattern_string", "zero_sets_2d"]
 
 
 @dataclass
@@ -246,7 +248,7 @@ def region_bound(widths) -> int:
     return out
 
 
-def grid_pattern_count(params, box, p: int) -> int:
+def grid_pattern_count(params, box, p: int, alpha: float = 0.0) -> int:
     """Distinct activation patterns on the ``p x p`` grid of cell centres of ``box`` (a sampling count).
 
     Every pattern seen is the pattern of an exact region (or of a boundary, if a grid point lies exactly
@@ -258,5 +260,71 @@ def grid_pattern_count(params, box, p: int) -> int:
     gx = xmin + (np.arange(p) + 0.5) * (xmax - xmin) / p
     gy = ymin + (np.arange(p) + 0.5) * (ymax - ymin) / p
     G = np.stack(np.meshgrid(gx, gy), -1).reshape(-1, 2)
-    bits = activation_patterns(params, G)
+    bits = activation_patterns(params, G, alpha)
     return int(len(np.unique(np.packbits(bits, axis=1), axis=0))) if bits.shape[1] else 1
+
+
+def _convex_hull(P: np.ndarray) -> np.ndarray:
+    """Counter-clockwise convex hull of points (Andrew's monotone chain)."""
+    P = np.unique(P, axis=0)
+    if len(P) < 3:
+        return P
+
+    def half(points):
+        out = []
+        for q in points:
+            while len(out) >= 2 and ((out[-1][0] - out[-2][0]) * (q[1] - out[-2][1])
+                                     - (out[-1][1] - out[-2][1]) * (q[0] - out[-2][0])) <= 0:
+                out.pop()
+            out.append(q)
+        return out
+
+    lower, upper = half(P), half(P[::-1])
+    return np.array(lower[:-1] + upper[:-1])
+
+
+def _chord(P: np.ndarray, w: np.ndarray, c: float):
+    """The segment of the line ``w.x + c = 0`` inside convex polygon ``P``, or None."""
+    v = P @ w + c
+    pts = []
+    for k in range(len(P)):
+        j = (k + 1) % len(P)
+        if v[k] == 0:
+            pts.append(P[k])
+        elif v[k] * v[j] < 0:
+            pts.append(P[k] + v[k] / (v[k] - v[j]) * (P[j] - P[k]))
+    if len(pts) < 2:
+        return None
+    pts = np.array(pts)
+    d = np.array([-w[1], w[0]])
+    t = pts @ d
+    p, q = pts[np.argmin(t)], pts[np.argmax(t)]
+    return (p, q) if np.linalg.norm(q - p) > 1e-12 else None
+
+
+def zero_sets_2d(regions: list, layer: int) -> list:
+    """Zero sets of the units of hidden ``layer`` (1-based) as segments ``(unit, p, q)``.
+
+    On each cell of the partition by layers ``< layer`` (the union of the regions that share those
+    bits, a convex polygon) a layer-``layer`` unit's pre-activation is affine, so its zero set there is
+    one straight segment; across cells it bends (the "bent hyperplanes" of Fig. 6.7). ``regions`` is
+    the output of :func:`regions_2d`.
+    """
+    if not regions or not all(isinstance(r, Region) for r in regions):
+        raise ValueError("regions must be a non-empty list of regions_2d's Region objects")
+    n_layers = len(regions[0].pre)
+    if not isinstance(layer, (int, np.integer)) or not 1 <= layer <= n_layers:
+        raise ValueError(f"layer must be an int in [1, {n_layers}], got {layer!r}")
+    start = sum(len(b) for _, b in regions[0].pre[:layer - 1])
+    cells: dict = {}
+    for r in regions:
+        cells.setdefault(r.pattern[:start], []).append(r)
+    out = []
+    for members in cells.values():
+        hull = _convex_hull(np.vstack([r.polygon for r in members]))
+        Wl, bl = members[0].pre[layer - 1]
+        for i in range(len(bl)):
+            seg = _chord(hull, Wl[i], bl[i])
+            if seg is not None:
+                out.append((i, seg[0], seg[1]))
+    return out

@@ -283,12 +283,12 @@ def forward_f64(params, X, alpha: float = 0.0) -> np.ndarray:
     return Z @ W.T + b
 
 
-def activation_patterns(params, X) -> np.ndarray:
+def activation_patterns(params, X, alpha: float = 0.0) -> np.ndarray:
     """Activation bits (pre-activation >= 0) of all hidden units, layers in order: bool ``(n, sum d_l)``.
 
-    The pattern does not depend on the leaky slope (leaky ReLU keeps the sign of its input).
+    ``alpha`` is the leaky slope the network uses: it changes the inputs of deeper layers, hence their bits.
     """
-    pre = preactivations_f64(params, X)
+    pre = preactivations_f64(params, X, alpha)
     if not pre:
         return np.zeros((as_float64_inputs(X, as_float64_params(params)[0][0].shape[1]).shape[0], 0), bool)
     return np.hstack([U >= 0 for U in pre])

@@ -219,3 +219,38 @@ def test_bounds():
         LR.region_bound((2,))
     with pytest.raises(ValueError):
         LR.grid_pattern_count(random_net((2, 3, 1), 0), (-1, 1, -1, 1), 0)
+
+
+def test_zero_sets_2d_lie_on_the_units_zero_sets():
+    params = random_net((2, 5, 4, 1), 11)
+    regs = LR.regions_2d(params, (-1, 1, -1, 1))
+    first = LR.zero_sets_2d(regs, 1)
+    assert len(first) <= 5 and all(len(s) == 3 for s in first)          # one straight segment per unit
+    for layer in (1, 2):
+        for unit, p, q in LR.zero_sets_2d(regs, layer):
+            for t in (0.1, 0.5, 0.9):
+                x = (1 - t) * p + t * q
+                U = preactivations_f64(params, x[None])[layer - 1][0]
+                assert abs(U[unit]) < 1e-9
+    # each layer-1 segment spans the box: its end points lie on the boundary
+    for _, p, q in first:
+        for e in (p, q):
+            assert np.isclose(np.abs(e).max(), 1.0)
+    with pytest.raises(ValueError):
+        LR.zero_sets_2d(regs, 3)
+
+
+def test_leaky_patterns_match_the_leaky_regions():
+    # a leaky slope changes deeper layers' inputs, so patterns must be computed with the same alpha
+    params = random_net((2, 6, 6, 6, 1), 21)
+    box = (-2, 2, -2, 2)
+    regs = LR.regions_2d(params, box, alpha=0.3)
+    exact = {r.pattern for r in regs}
+    g = np.random.default_rng(0).uniform(-2, 2, (20000, 2))
+    assert {tuple(b) for b in activation_patterns(params, g, alpha=0.3)} <= exact
+    assert {tuple(b) for b in activation_patterns(params, g)} != {tuple(b) for b in activation_patterns(params, g, alpha=0.3)}
+    assert LR.grid_pattern_count(params, box, 200, alpha=0.3) <= len(exact)
+    for r in regs:
+        x = r.centroid
+        assert tuple(activation_patterns(params, x[None], alpha=0.3)[0]) == r.pattern
+        np.testing.assert_allclose(r.A @ x + r.c, forward_f64(params, x[None], alpha=0.3)[0], atol=1e-12)
