@@ -1,0 +1,559 @@
+"""Bad-input sweep: call the public functions of ``lib`` with one bad argument at a time.
+
+    python scripts/bad_input_sweep.py                 # this checkout's lib
+    python scripts/bad_input_sweep.py --root ../main  # another checkout's lib (e.g. before a change)
+    python scripts/bad_input_sweep.py -v              # also list every call without a clear error
+
+Each function has one valid call (below, ``SPECS``) and a kind per argument; each kind brings its
+bad values (wrong type, NaN/inf, zero or negative sizes and rates, empty arrays, wrong number of
+dimensions, labels out of range, ...). Every bad call is one argument changed in the valid call, and
+is classified as
+
+- clear:   a ``ValueError``/``TypeError`` whose message names the argument;
+- unclear: any other exception, or one that does not name the argument (also: over 20 s);
+- none:    no error at all (the bad value was accepted).
+
+Arguments of kind ``None`` are not varied (flags, progress bars). Network-only loaders (``fetch``,
+``load_online``, ``cifar100_protocol``, ``load_imdb_sentences``) are not called.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import math
+import signal
+import sys
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+MODULES = ("boolean", "boolean_families", "distill", "equivalence", "nets", "train", "results", "scale",
+           "pruning", "maxmargin", "multiexit", "mae", "data")
+NAN = float("nan")
+INF = float("inf")
+
+
+# ----------------------------------------------------------------------------------------------
+# bad values per kind
+
+def _nan_inside(v):
+    import torch
+    if isinstance(v, torch.Tensor):
+        v = v.detach().clone().double() if not v.is_floating_point() else v.detach().clone()
+        v.view(-1)[0] = NAN
+        return v
+    a = np.array(v, dtype=float)
+    a.reshape(-1)[0] = NAN
+    return a
+
+
+def _inf_inside(v):
+    import torch
+    if isinstance(v, torch.Tensor):
+        v = v.detach().clone().double() if not v.is_floating_point() else v.detach().clone()
+        v.view(-1)[-1] = INF
+        return v
+    a = np.array(v, dtype=float)
+    a.reshape(-1)[-1] = INF
+    return a
+
+
+def _empty(v):
+    import torch
+    if isinstance(v, torch.Tensor):
+        return v[:0]
+    return np.asarray(v)[:0]
+
+
+def _wrong_ndim(v):
+    import torch
+    if isinstance(v, torch.Tensor):
+        return v.reshape(-1) if v.ndim >= 2 else v[None, None]
+    a = np.asarray(v)
+    return a.reshape(-1) if a.ndim >= 2 else a[None, None]
+
+
+def _out_of_range(v):
+    import torch
+    if isinstance(v, torch.Tensor):
+        out = v.clone()
+        out.view(-1)[0] = int(v.max()) + 100
+        return out
+    a = np.array(v)
+    a.reshape(-1)[0] = a.max() + 100
+    return a
+
+
+def _negative_label(v):
+    import torch
+    out = v.clone() if isinstance(v, torch.Tensor) else np.array(v)
+    out.reshape(-1)[0] = -1
+    return out
+
+
+def _fractional(v):
+    import torch
+    out = v.double().clone() if isinstance(v, torch.Tensor) else np.array(v, dtype=float)
+    out.reshape(-1)[0] = 0.5
+    return out
+
+
+def _params_nan(p):
+    import torch
+    out = [(W.clone() if isinstance(W, torch.Tensor) else np.array(W, dtype=float),
+            b.clone() if isinstance(b, torch.Tensor) else np.array(b, dtype=float)) for W, b in p]
+    out[0][0].reshape(-1)[0] = NAN
+    return out
+
+
+def _params_mismatch(p):
+    W, b = p[0]
+    return [(W[:, :-1] if W.shape[1] > 1 else W[:-1], b)] + list(p[1:])
+
+
+ARRAY_BAD = {"empty": _empty, "wrong ndim": _wrong_ndim, "NaN inside": _nan_inside,
+             "inf inside": _inf_inside, "string": lambda v: "abc", "None": lambda v: None}
+BAD = {
+    "count": {"0": 0, "-1": -1, "2.5": 2.5, "str '3'": "3", "None": None},
+    "nonneg_int": {"-1": -1, "2.5": 2.5, "str '3'": "3", "None": None},
+    "seed": {"-1": -1, "2.5": 2.5, "str 'x'": "x"},
+    "rate": {"0": 0.0, "-1": -1.0, "NaN": NAN, "inf": INF, "str '0.1'": "0.1", "None": None},
+    "nonneg": {"-1": -1.0, "NaN": NAN, "inf": INF, "str 'x'": "x", "None": None},
+    "real": {"NaN": NAN, "inf": INF, "str 'x'": "x", "None": None},
+    "slope": {"-0.1": -0.1, "1.5": 1.5, "NaN": NAN, "str 'x'": "x", "None": None},
+    "fraction": {"-0.1": -0.1, "1.5": 1.5, "NaN": NAN, "str 'x'": "x", "None": None},
+    "choice": {"unknown name": "no-such-choice", "int": 3, "None": None},
+    "str": {"int": 3, "None": None},
+    "callable": {"None": None, "int": 3},
+    "widths": {"empty": [], "zero width": "ZERO", "negative width": "NEG", "float width": "FLOAT",
+               "string": "abc", "None": None},
+    "params": {"empty": [], "None": None, "string": "abc", "NaN inside": _params_nan,
+               "shape mismatch": _params_mismatch},
+    "model": {"None": None, "string": "abc"},
+    "dict": {"None": None, "string": "abc", "list": [1, 2]},
+    "list": {"None": None, "int": 3},
+    "array": ARRAY_BAD,
+    "array_nd": {k: v for k, v in ARRAY_BAD.items() if k != "wrong ndim"},  # any ndim allowed
+    "labels": {**ARRAY_BAD, "label out of range": _out_of_range, "negative label": _negative_label},
+    "int_array": {**{k: v for k, v in ARRAY_BAD.items() if k not in ("NaN inside", "inf inside")},
+                  "out of range": _out_of_range, "negative": _negative_label, "fractional": _fractional},
+    "table": {"empty": _empty, "NaN inside": _nan_inside, "not 0/1": lambda v: np.full(np.shape(v), 2),
+              "length not 2^n": lambda v: np.asarray(v)[..., :3], "string": lambda v: "abc",
+              "None": lambda v: None},
+}
+
+
+def _widths_bad(valid, key):
+    valid = list(valid)
+    if key == "ZERO":
+        return valid[:-1] + [0] if len(valid) > 1 else [0]
+    if key == "NEG":
+        return [-2] + valid[1:]
+    if key == "FLOAT":
+        return [2.5] + valid[1:]
+    return key
+
+
+# ----------------------------------------------------------------------------------------------
+# one valid call per public function: (module, name, factory returning {arg: (value, kind)})
+
+def _specs():
+    import torch
+    lib = {m: importlib.import_module(f"lib.{m}") for m in MODULES}
+    B, BF, D, E, N, T, R, S, P, MM, ME, MA, DA = (lib[m] for m in MODULES)
+    t = torch.tensor
+    g = torch.Generator().manual_seed(0)
+    xor2 = np.array([0, 1, 1, 0])
+    tables3 = np.array([[0, 1, 1, 0, 1, 0, 0, 1], [0, 0, 0, 1, 0, 1, 1, 1]])
+    net_np = lambda: E.random_network([2, 3, 1], seed=0)
+    net_t = lambda: N.init_mlp([2, 3, 1], seed=0)
+    bnet = lambda: B.swaps_network(xor2, 0.0)
+    Xb = lambda: B.cube(2, pm=False).astype(float)
+    rng = lambda: np.random.default_rng(0)
+    Xd = lambda: np.random.default_rng(0).standard_normal((6, 4))
+    wd = lambda: np.array([1.0, 0.5, -0.5, 0.2])
+    yd = lambda: np.array([0.1, 0.9, 0.5, 0.3, 0.7, 0.2])
+    q = D.poly_angle_quantile(1.0)
+    Xpm = lambda: MM.orthogonally_separable_gaussian(20, 3, seed=0)
+    mm_params = lambda: MM.default_init([(4, 3), (1, 4)], 2, 0, 0.1)
+    Wm = lambda: np.random.default_rng(1).standard_normal((5, 3))
+    am = lambda: np.array([1.0, -1.0, 0.5, -0.5, 1.0])
+    wp, wm = (lambda: np.array([1.0, 0.0, 0.0])), (lambda: np.array([0.0, 1.0, 0.0]))
+    stacked = lambda: B.StackedMLP([2, 3, 1], 2, 0.1, 0)
+    masked = lambda: P.MaskedMLP(2, 3, 2, 2, 0.1, 0)
+    cnn = lambda: P.PrunableCNN(1, 8, channels=4, classes=3, seed=0)
+    Ximg = lambda: torch.randn(12, 1, 8, 8, generator=torch.Generator().manual_seed(0))
+    y3 = lambda: torch.arange(12) % 3
+    mecnn = lambda: ME.MultiExitCNN(widths=(4, 4), strides=(1, 2), n_classes=3, seeds=(0,))
+    logits = lambda: [torch.randn(5, 3, generator=torch.Generator().manual_seed(i)) for i in range(2)]
+    probs = lambda: np.full((1, 2, 6, 3), 1 / 3) + np.random.default_rng(0).uniform(0, 0.01, (1, 2, 6, 3))
+    y6 = lambda: np.arange(6) % 3
+    fmae = lambda: MA.FiniteMAE([0], torch.full((4,), 0.25), hidden=4)
+    nmae = lambda: MA.NormalMAE([0], hidden=4)
+    bm = lambda: N.BatchedMLP([2, 3, 1], n_models=2)
+    Xt = lambda: torch.randn(8, 2, generator=torch.Generator().manual_seed(0))
+    ypm = lambda: torch.tensor([1.0, -1.0] * 4)
+    cfg_me = lambda: __import__("dataclasses").replace(ME.CONFIGS.quick, epochs=1, batch_size=4)
+    root = Path(__import__("tempfile").mkdtemp())
+    scales = lambda: S.ChapterScales("x", quick=1, full=2, paper=3)
+    C, NI, SE, RA, RE = "count", "nonneg_int", "seed", "rate", "real"
+    A, TA = "array", "array"
+
+    return [
+        # boolean
+        ("boolean", "check_tables", lambda: dict(tables=(tables3, "table"), max_n=(5, C))),
+        ("boolean", "cube", lambda: dict(n=(3, C))),
+        ("boolean", "table_to_id", lambda: dict(table=(xor2, "table"))),
+        ("boolean", "truth_table", lambda: dict(ids=(np.array([3, 5]), "int_array"), n=(2, C))),
+        ("boolean", "parity_table", lambda: dict(n=(3, C))),
+        ("boolean", "npn_transforms", lambda: dict(n=(2, C))),
+        ("boolean", "npn_class_id", lambda: dict(table=(xor2, "table"))),
+        ("boolean", "npn_classes", lambda: dict(n=(2, C))),
+        ("boolean", "change_counts", lambda: dict(tables=(tables3, "table"))),
+        ("boolean", "swaps_many", lambda: dict(tables=(tables3, "table"), batch=(8, C))),
+        ("boolean", "swaps", lambda: dict(table=(xor2, "table"))),
+        ("boolean", "swaps_branch_and_bound", lambda: dict(table=(xor2, "table"))),
+        ("boolean", "best_projection", lambda: dict(table=(xor2, "table"))),
+        ("boolean", "changes_along", lambda: dict(table=(xor2, "table"), w=(np.array([1.0, 2.0]), A))),
+        ("boolean", "thesis_case_weights", lambda: dict(n=(3, C))),
+        ("boolean", "thesis_swaps", lambda: dict(tables=(tables3, "table"))),
+        ("boolean", "fourier", lambda: dict(tables=(tables3, "table"))),
+        ("boolean", "degree", lambda: dict(tables=(tables3, "table"))),
+        ("boolean", "influence", lambda: dict(tables=(tables3, "table"))),
+        ("boolean", "fourier_entropy", lambda: dict(tables=(tables3, "table"))),
+        ("boolean", "network_output", lambda: dict(params=(bnet(), "params"), X=(Xb(), A), alpha=(0.0, "slope"))),
+        ("boolean", "interpolation_slopes", lambda: dict(slopes=(np.array([1.0, -1.0, 1.0]), A), alpha=(0.1, "slope"))),
+        ("boolean", "swaps_network", lambda: dict(table=(xor2, "table"), alpha=(0.0, "slope"))),
+        ("boolean", "sawtooth_network", lambda: dict(width=(2, C), depth=(2, C), alpha=(0.0, "slope"))),
+        ("boolean", "parity_network", lambda: dict(n=(3, C), width=(2, C), depth=(2, C), alpha=(0.0, "slope"))),
+        ("boolean", "StackedMLP", lambda: dict(widths=([2, 3, 1], "widths"), n_nets=(2, C), alpha=(0.1, "slope"), seed=(0, SE))),
+        ("boolean", "train_boolean_nets", lambda: dict(tables=(xor2[None], "table"), width=(3, C), depth=(1, C), alpha=(0.1, "slope"),
+                                                         trials=(2, C), epochs=(3, C), lr=(0.025, RA), seed=(0, SE),
+                                                         progress=(False, None), compact_every=(100, C))),
+        ("boolean", "subnetworks", lambda: dict(model=(stacked(), "model"), subsets=([(0, 1)], "list"), nets=([0], "list"))),
+        ("boolean", "prune_and_finetune", lambda: dict(table=(xor2, "table"), width=(3, C), alpha=(0.1, "slope"), parents=(2, C),
+                                                         epochs=(3, C), lr=(0.025, RA), seed=(0, SE), max_width=(2, C),
+                                                         progress=(False, None))),
+        ("boolean", "xor1d_local_optima", lambda: dict(n_nets=(3, C), steps=(5, C), lr=(0.1, RA), seed=(0, SE))),
+        ("boolean", "relu_sign_pattern", lambda: dict(w=(np.array([[1.0, -1.0], [0.5, 2.0]]), A), b=(np.array([[0.5, 0.1], [-0.2, 0.3]]), A))),
+        ("boolean", "climb_max_swaps", lambda: dict(n=(2, C), restarts=(2, C), seed=(0, SE), max_steps=(3, C),
+                                                      sideways=(1, NI), progress=(False, None))),
+        # boolean_families
+        ("boolean_families", "random_tables", lambda: dict(n=(3, C), count=(4, C), seed=(0, SE))),
+        ("boolean_families", "xor_parity_tables", lambda: dict(n=(4, C), ids=(np.array([1, 2]), "int_array"))),
+        ("boolean_families", "or_table", lambda: dict(n=(3, C))),
+        ("boolean_families", "bent_table", lambda: dict(n=(4, C))),
+        ("boolean_families", "parity_solvable", lambda: dict(n=(3, C), width=(3, C), depth=(2, C))),
+        ("boolean_families", "fourier_metrics", lambda: dict(tables=(tables3, "table"))),
+        ("boolean_families", "xor_parity_metrics", lambda: dict(n=(4, C), ids=(np.array([1, 2]), "int_array"))),
+        ("boolean_families", "train_accuracy", lambda: dict(tables=(xor2[None], "table"), width=(3, C), depth=(1, C),
+                                                              alpha=(0.1, "slope"), trials=(2, C), epochs=(3, C),
+                                                              lr=(0.025, RA), seed=(0, SE), progress=(False, None))),
+        # distill
+        ("distill", "span_projection", lambda: dict(X=(Xd(), A), w=(wd(), A))),
+        ("distill", "soft_labels", lambda: dict(X=(Xd(), A), w_teacher=(wd(), A), temperature=(1.0, RA))),
+        ("distill", "hard_labels", lambda: dict(X=(Xd(), A), w_teacher=(wd(), A))),
+        ("distill", "ce_loss", lambda: dict(w=(wd(), A), X=(Xd(), A), y=(yd(), A))),
+        ("distill", "ce_grad", lambda: dict(w=(wd(), A), X=(Xd(), A), y=(yd(), A))),
+        ("distill", "default_lr", lambda: dict(X=(Xd(), A), depth=(1, C), target_norm=(2.0, RA), factor=(1.0, RA))),
+        ("distill", "gd_linear", lambda: dict(X=(Xd(), A), y=(yd(), A), steps=(5, C), lr=(0.1, RA))),
+        ("distill", "balanced_rank1_init", lambda: dict(w0=(wd(), A), depth=(2, C), width=(3, C))),
+        ("distill", "end_to_end", lambda: dict(factors=(D.balanced_rank1_init(wd(), 2, 3), "list"))),
+        ("distill", "balancedness_defect", lambda: dict(factors=(D.balanced_rank1_init(wd(), 2, 3), "list"))),
+        ("distill", "train_linear_student", lambda: dict(X=(Xd(), A), w_teacher=(wd(), A), steps=(5, C), lr=(0.1, RA),
+                                                           depth=(2, C), init_scale=(0.1, "nonneg"), seed=(0, SE), width=(3, C))),
+        ("distill", "predicted_orthogonal_residual", lambda: dict(q0=(0.05, "nonneg"), r0=(0.3, "nonneg"), w_hat_norm=(1.0, RA), depth=(2, C))),
+        ("distill", "d40_bound", lambda: dict(r0=(0.3, "nonneg"), w_hat_norm=(1.0, RA), depth=(2, C))),
+        ("distill", "init_norm_threshold", lambda: dict(eps=(0.1, RA), w_hat_norm=(1.0, RA), depth=(2, C))),
+        ("distill", "newton_in_span", lambda: dict(X=(Xd(), A), y=(yd(), A), iters=(5, C))),
+        ("distill", "train_hard_label_student", lambda: dict(X=(Xd(), A), w_teacher=(wd(), A), steps=(5, C), lr=(0.1, RA))),
+        ("distill", "hard_margin_svm", lambda: dict(X=(Xd()[:3], A), w_teacher=(wd(), A))),
+        ("distill", "w_delta", lambda: dict(X=(Xd()[:2], A), w_hat=(wd(), A), delta=(3.0, RA), g=(np.array([0.0, 0.0, 1.0, 0.0]), A))),
+        ("distill", "poly_angle_quantile", lambda: dict(kappa=(1.0, RA))),
+        ("distill", "margin_angle_quantile", lambda: dict(beta0=(0.5, RA))),
+        ("distill", "reverse_cdf", lambda: dict(theta=(np.array([0.1, 0.5]), A), kappa=(1.0, RA))),
+        ("distill", "sample_angle_task", lambda: dict(n=(5, C), d=(4, C), quantile=(q, "callable"), rng=(rng(), "model"),
+                                                        w_teacher=(wd(), A))),
+        ("distill", "signed_angle", lambda: dict(u=(wd(), A), v=(wd()[::-1].copy(), A))),
+        ("distill", "unsigned_angle", lambda: dict(u=(wd(), A), v=(wd()[::-1].copy(), A))),
+        ("distill", "transfer_risk_exact", lambda: dict(w=(wd(), A), w_teacher=(wd()[::-1].copy(), A), d=(4, C),
+                                                          quantile=(q, "callable"), ngrid=(50, C))),
+        ("distill", "transfer_risk_mc", lambda: dict(w=(wd(), A), w_teacher=(wd()[::-1].copy(), A), X_test=(Xd(), A))),
+        ("distill", "risk_bound_519", lambda: dict(p_fn=(lambda b: b / np.pi * 2, "callable"), n=(5, C), nbeta=(21, C))),
+        ("distill", "cor51_bound", lambda: dict(gamma=(0.5, RA), n=(5, C))),
+        ("distill", "cor52_bound", lambda: dict(kappa=(1.0, RA), n=(5, C))),
+        ("distill", "monotonicity_counts", lambda: dict(angle_before=(np.array([0.5, 0.4, 0.3]), A),
+                                                          angle_after=(np.array([0.4, 0.4, 0.35]), A), tie_tol=(1e-7, "nonneg"))),
+        # equivalence
+        ("equivalence", "widths_of", lambda: dict(params=(net_np(), "params"))),
+        ("equivalence", "preactivations", lambda: dict(params=(net_np(), "params"), X=(Xd()[:, :2], A), alpha=(0.0, "slope"))),
+        ("equivalence", "forward", lambda: dict(params=(net_np(), "params"), X=(Xd()[:, :2], A), alpha=(0.0, "slope"))),
+        ("equivalence", "random_network", lambda: dict(widths=([2, 3, 1], "widths"), seed=(0, SE), bias_std=(0.5, "nonneg"))),
+        ("equivalence", "apply_symmetry", lambda: dict(params=(net_np(), "params"), perms=([np.array([2, 0, 1])], "list"),
+                                                         scales=([np.array([1.0, 2.0, 0.5])], "list"))),
+        ("equivalence", "random_symmetry", lambda: dict(params=(net_np(), "params"), seed=(0, SE), log_std=(0.5, "nonneg"))),
+        ("equivalence", "canonicalize", lambda: dict(params=(net_np(), "params"))),
+        ("equivalence", "align", lambda: dict(params_a=(net_np(), "params"), params_b=(net_np(), "params"))),
+        ("equivalence", "equivalent", lambda: dict(params_a=(net_np(), "params"), params_b=(net_np(), "params"), atol=(1e-6, "nonneg"))),
+        ("equivalence", "param_jacobian", lambda: dict(params=(net_np(), "params"), X=(Xd()[:, :2], A), alpha=(0.0, "slope"))),
+        ("equivalence", "jacobian_rank", lambda: dict(params=(net_np(), "params"), X=(Xd()[:, :2], A), rel_tol=(1e-9, RA), alpha=(0.0, "slope"))),
+        ("equivalence", "linear_regions_2d", lambda: dict(params=(net_np(), "params"), domain=((-1, 1), "list"), alpha=(0.0, "slope"))),
+        ("equivalence", "check_general", lambda: dict(params=(net_np(), "params"), domain=((-1, 1), "list"), max_products=(1 << 10, C))),
+        ("equivalence", "check_transparent", lambda: dict(params=(net_np(), "params"), domain=((-1, 1), "list"), n_samples=(200, C), seed=(0, SE))),
+        ("equivalence", "identifiable_network", lambda: dict(widths=([2, 2, 1], "widths"), seed=(0, SE), domain=((-1, 1), "list"), max_tries=(500, C))),
+        ("equivalence", "recover", lambda: dict(f=(lambda X, net=E.identifiable_network((2, 2, 2, 1), 1): E.forward(net, X)[:, 0], "callable"), input_dim=(2, C), domain=((-1, 1), "list"),
+                                                  seed=(1, SE), max_layers=(4, C), max_attempts=(5, C))),
+        ("equivalence", "counterexample", lambda: dict(name=("dead_neuron", "choice"), delta=(0.1, RA))),
+        ("equivalence", "CountingOracle", lambda: dict(f=(lambda X: X[:, 0], "callable"))),
+        # nets
+        ("nets", "activate", lambda: dict(z=(Xt(), A), activation=("leaky_relu", "choice"), negative_slope=(0.01, "slope"))),
+        ("nets", "init_mlp", lambda: dict(widths=([2, 3, 1], "widths"), seed=(0, SE), scheme=("he", "choice"), scale=(1.0, "nonneg"))),
+        ("nets", "mlp_forward", lambda: dict(params=(net_t(), "params"), X=(Xt(), A), activation=("leaky_relu", "choice"),
+                                              negative_slope=(0.01, "slope"))),
+        ("nets", "permute_hidden", lambda: dict(params=(net_t(), "params"), layer=(0, NI), perm=(t([2, 0, 1]), "int_array"))),
+        ("nets", "rescale_hidden", lambda: dict(params=(net_t(), "params"), layer=(0, NI), scales=(t([1.0, 2.0, 0.5]), A))),
+        ("nets", "BatchedMLP", lambda: dict(widths=([2, 3, 1], "widths"), n_models=(2, C), scheme=("he", "choice"), scale=(1.0, "nonneg"),
+                                             activation=("relu", "choice"), negative_slope=(0.01, "slope"))),
+        # train
+        ("train", "mse_per_model", lambda: dict(out=(torch.randn(2, 8, 1, generator=g), A), y=(torch.randn(8, 1, generator=g), A))),
+        ("train", "logistic_per_model", lambda: dict(out=(torch.randn(2, 8, 1, generator=g), A), y=(ypm()[:, None], A))),
+        ("train", "cross_entropy_per_model", lambda: dict(out=(torch.randn(2, 8, 3, generator=g), A), y=(torch.arange(8) % 3, "labels"))),
+        ("train", "make_optimizer", lambda: dict(params=(list(bm().parameters()), "list"), optimizer=("sgd", "choice"), lr=(0.1, RA),
+                                                  momentum=(0.5, "fraction"), weight_decay=(0.0, "nonneg"))),
+        ("train", "train_full_batch", lambda: dict(model=(bm(), "model"), X=(Xt(), A), y=(ypm(), A), loss_fn=(T.logistic_per_model, "callable"),
+                                                    steps=(3, C), lr=(0.1, RA), optimizer=("sgd", "choice"), momentum=(0.5, "fraction"),
+                                                    weight_decay=(0.0, "nonneg"), log_every=(1, C), progress=(False, None))),
+        ("train", "train_minibatch", lambda: dict(model=(bm(), "model"), X=(Xt(), A), y=(ypm(), A), loss_fn=(T.logistic_per_model, "callable"),
+                                                   epochs=(2, C), batch_size=(4, C), lr=(0.1, RA), seed=(0, SE), optimizer=("sgd", "choice"),
+                                                   momentum=(0.5, "fraction"), weight_decay=(0.0, "nonneg"), progress=(False, None))),
+        # results
+        ("results", "provenance", lambda: dict(seeds=([0, 1], "list"), wall_time_s=(1.0, "nonneg"), scale=("quick", "choice"))),
+        ("results", "results_path", lambda: dict(chapter=("01_x", "str"), scale=("full", "choice"), root=(root, None))),
+        ("results", "save_results", lambda: dict(chapter=("01_x", "str"), metrics=({"a": 1.0}, "dict"), seeds=([0], "list"),
+                                                  wall_time_s=(1.0, "nonneg"), root=(root, None))),
+        ("results", "load_results", lambda: dict(chapter=("01_x", "str"), scale=("full", "choice"), root=(root, None))),
+        ("results", "format_value", lambda: dict(value=(1.5, None), digits=(3, NI))),
+        ("results", "markdown_table", lambda: dict(header=(["a", "b"], "list"), rows=([[1, 2.0]], "list"), digits=(3, NI))),
+        ("results", "paper_vs_ours_markdown", lambda: dict(rows=([{"quantity": "acc", "paper": 0.9, "this_run": 0.91}], "list"), digits=(3, NI))),
+        ("results", "paper_vs_ours", lambda: dict(rows=([{"quantity": "acc", "paper": 0.9}], "list"), digits=(3, NI))),
+        # scale
+        ("scale", "seed", lambda: dict(i=(0, NI))),
+        ("scale", "seeds", lambda: dict(n=(3, C))),
+        ("scale", "set_threads", lambda: dict(n=(1, C))),
+        ("scale", "ChapterScales", lambda: dict(chapter=("x", "str"), quick=(1, None), full=(2, None), paper=(3, None))),
+        ("scale", "banner", lambda: dict(chapter=(scales(), "model"))),
+        # pruning
+        ("pruning", "wilson_interval", lambda: dict(successes=(3, NI), trials=(10, C), z=(1.96, RA))),
+        ("pruning", "wide_pruning_cell", lambda: dict(n=(2, C), width=(3, C), parents=(2, C), epochs=(2, C), finetune_epochs=(1, NI),
+                                                       alpha=(0.1, "slope"), lr=(0.025, RA), seed=(0, SE))),
+        ("pruning", "wide_pruning_table", lambda: dict(widths=([3], "widths"), ns=([2], "widths"), parents=(2, C), epochs=(2, C),
+                                                        finetune_epochs=(1, NI), seed_of=(lambda n, w: 0, "callable"),
+                                                        alpha=(0.1, "slope"), lr=(0.025, RA), progress=(False, None))),
+        ("pruning", "MaskedMLP", lambda: dict(n_in=(2, C), width=(3, C), depth=(2, C), n_nets=(2, C), alpha=(0.1, "slope"), seed=(0, SE))),
+        ("pruning", "fit_masked", lambda: dict(model=(masked(), "model"), X=(t(Xb(), dtype=torch.float32), A),
+                                                y=(t([0.0, 1.0, 1.0, 0.0]), A), epochs=(2, C), lr=(0.025, RA))),
+        ("pruning", "architecture", lambda: dict(mask=(torch.ones(2, 3, 1), A), linear=(torch.zeros(2, 1, dtype=torch.bool), None), n_in=(2, C))),
+        ("pruning", "pruned_network", lambda: dict(model=(masked(), "model"), net=(0, NI))),
+        ("pruning", "removal_candidates", lambda: dict(mask=(torch.ones(2, 3, 1), A), linear=(torch.zeros(2, 1, dtype=torch.bool), None))),
+        ("pruning", "deep_prune", lambda: dict(n=(2, C), width=(3, C), depth=(1, C), trainings=(2, C), prunings=(1, C), epochs=(2, C),
+                                                finetune_epochs=(1, NI), alpha=(0.1, "slope"), lr=(0.025, RA), seed=(0, SE))),
+        ("pruning", "architecture_size", lambda: dict(arch=((2, 3, 1), "list"))),
+        ("pruning", "parity_bound_ok", lambda: dict(arch=((2, 3, 1), "list"))),
+        ("pruning", "PrunableCNN", lambda: dict(in_channels=(1, C), image_size=(8, C), channels=(4, C), classes=(3, C), seed=(0, SE))),
+        ("pruning", "as_images", lambda: dict(X=(torch.randn(3, 64, generator=g), A), image_size=(8, C))),
+        ("pruning", "train_cnn", lambda: dict(model=(cnn(), "model"), X=(Ximg(), A), y=(y3(), "labels"), epochs=(1, C), batch_size=(4, C),
+                                               lr=(0.01, RA), momentum=(0.9, "fraction"), weight_decay=(1e-4, "nonneg"), seed=(0, SE))),
+        ("pruning", "evaluate", lambda: dict(model=(cnn(), "model"), X=(Ximg(), A), y=(y3(), "labels"), batch_size=(5, C))),
+        ("pruning", "magnitude_prune", lambda: dict(model=(cnn(), "model"), fraction_removed=(0.5, "fraction"))),
+        ("pruning", "channel_prune", lambda: dict(model=(cnn(), "model"), X=(Ximg(), A), y=(y3(), "labels"), X_test=(Ximg(), A),
+                                                   y_test=(y3(), "labels"), finetune_epochs=(1, NI), min_accuracy=(0.0, "nonneg"))),
+        # maxmargin
+        ("maxmargin", "orthogonally_separable_gaussian", lambda: dict(n=(20, C), d=(3, C), seed=(0, SE))),
+        ("maxmargin", "is_orthogonally_separable", lambda: dict(X=(Xpm()[0], A), y=(Xpm()[1], "array"), tol=(0.0, "nonneg"))),
+        ("maxmargin", "max_margin", lambda: dict(X=(Xpm()[0][Xpm()[1] > 0], A))),
+        ("maxmargin", "pm_max_margin", lambda: dict(X=(Xpm()[0], A), y=(Xpm()[1], A))),
+        ("maxmargin", "extremal_sectors", lambda: dict(X=(Xpm()[0], A), y=(Xpm()[1], A))),
+        ("maxmargin", "activation_patterns", lambda: dict(W=(Wm(), A), X=(Xpm()[0], A))),
+        ("maxmargin", "default_init", lambda: dict(shapes=([(4, 3), (1, 4)], "list"), n_models=(2, C), seed=(0, SE), scale=(0.1, "nonneg"))),
+        ("maxmargin", "balanced_init", lambda: dict(n_models=(2, C), width=(4, C), d=(3, C), lam=(0.1, RA), seed=(0, SE))),
+        ("maxmargin", "two_layer_forward", lambda: dict(params=(mm_params(), "list"), X=(t(Xpm()[0]), A))),
+        ("maxmargin", "residual_shapes", lambda: dict(d=(3, C), width=(4, C), depth=(2, C))),
+        ("maxmargin", "train_sgd", lambda: dict(forward=(MM.two_layer_forward, "callable"), params=(mm_params(), "list"), X=(t(Xpm()[0]).expand(2, -1, -1), A),
+                                                 y=(t(Xpm()[1]).expand(2, -1), A), lr=(0.1, RA), batch_size=(5, C), epochs=(2, C), seed=(0, SE),
+                                                 progress=(False, None))),
+        ("maxmargin", "log_loss", lambda: dict(forward=(MM.two_layer_forward, "callable"), params=(mm_params(), "list"),
+                                                X=(t(Xpm()[0]).expand(2, -1, -1), A), y=(t(Xpm()[1]).expand(2, -1), A))),
+        ("maxmargin", "train_normalized_gd", lambda: dict(forward=(MM.two_layer_forward, "callable"), params=(mm_params(), "list"),
+                                                           X=(t(Xpm()[0]).expand(2, -1, -1), A), y=(t(Xpm()[1]).expand(2, -1), A), schedule=(((0.01, 3),), "list"),
+                                                           progress=(False, None))),
+        ("maxmargin", "neuron_alignment", lambda: dict(W=(Wm(), A), a=(am(), A), w_plus=(wp(), A), w_minus=(wm(), A), mode=("respective", "choice"))),
+        ("maxmargin", "theorem_residuals", lambda: dict(W=(Wm(), A), a=(am(), A), w_plus=(wp(), A), w_minus=(wm(), A))),
+        ("maxmargin", "gamma_star", lambda: dict(w_plus=(wp(), A), w_minus=(wm(), A))),
+        ("maxmargin", "predicted_function", lambda: dict(X=(Xpm()[0], A), w_plus=(wp(), A), w_minus=(wm(), A))),
+        ("maxmargin", "normalized_output", lambda: dict(W=(Wm(), A), a=(am(), A), X=(Xpm()[0], A))),
+        ("maxmargin", "norm_split", lambda: dict(W=(Wm(), A), a=(am(), A))),
+        ("maxmargin", "top_singular_values", lambda: dict(W=(Wm(), A), k=(2, C))),
+        ("maxmargin", "project_top2", lambda: dict(W=(Wm(), A))),
+        ("maxmargin", "Table31CNN", lambda: dict(image_size=(8, C), fc_scale=(0.05, RA), seed=(0, SE))),
+        ("maxmargin", "two_layer_report", lambda: dict(W=(Wm(), A), a=(am(), A), X=(Xpm()[0], A), y=(Xpm()[1], A), X_test=(Xpm()[0], A),
+                                                        big=(0.1, "nonneg"))),
+        # multiexit
+        ("multiexit", "distillation_loss", lambda: dict(logits=(logits(), "list"), tau=(1.0, RA), teachers=("last", "choice"))),
+        ("multiexit", "multiexit_objective", lambda: dict(logits=(logits(), "list"), y=(torch.arange(5) % 3, "labels"), distill=(True, None),
+                                                           tau=(1.0, RA), teachers=("last", "choice"))),
+        ("multiexit", "TemperatureAnnealer", lambda: dict(mu=(0.5, "fraction"), mult=(1.05, RA), tau0=(1.0, RA), n_models=(1, C))),
+        ("multiexit", "MultiExitCNN", lambda: dict(in_ch=(1, C), widths=((4, 4), "widths"), strides=((1, 2), "widths"), n_classes=(3, C),
+                                                    seeds=((0,), "list"))),
+        ("multiexit", "digits_protocol", lambda: dict(n_per_class=(4, C), n_val_per_class=(1, C), seed=(0, SE), pool_per_class=(10, C))),
+        ("multiexit", "train_multiexit", lambda: dict(model=(mecnn(), "model"), X=(Ximg()[None], A), y=(y3()[None], "labels"),
+                                                       distill=([True], "list"), cfg=(cfg_me(), "model"), teachers=("last", "choice"),
+                                                       progress=(False, None))),
+        ("multiexit", "exit_probs", lambda: dict(model=(mecnn(), "model"), X=(Ximg(), A))),
+        ("multiexit", "per_exit_accuracy", lambda: dict(probs=(probs(), A), y=(y6(), "labels"), topk=(1, C))),
+        ("multiexit", "budget_mode_accuracy", lambda: dict(val_acc=(np.array([[50.0, 60.0]]), A), test_acc=(np.array([[55.0, 65.0]]), A))),
+        ("multiexit", "anytime_mode_accuracy", lambda: dict(probs=(probs(), A), y=(y6(), "labels"), topk=(1, C))),
+        ("multiexit", "mean_ci95", lambda: dict(a=(np.array([[1.0, 2.0], [2.0, 3.0]]), "array_nd"), axis=(0, NI))),
+        ("multiexit", "time_inference", lambda: dict(model=(mecnn(), "model"), x=(Ximg()[:1], A), mode=("anytime", "choice"), k=(2, C), n_runs=(2, C))),
+        # mae
+        ("mae", "gaussian_entropy", lambda: dict(d=(2, C))),
+        ("mae", "gaussian_logpdf", lambda: dict(x=(Xt(), "array_nd"), mu=(torch.zeros(2), "array_nd"), logvar=(torch.zeros(2), "array_nd"))),
+        ("mae", "kl_std_normal", lambda: dict(mu=(Xt(), "array_nd"), logvar=(torch.zeros(2), "array_nd"))),
+        ("mae", "bivariate_gaussian_mi", lambda: dict(rho=(0.5, "fraction"))),
+        ("mae", "infomax_bound_bivariate", lambda: dict(rho=(0.5, "fraction"), a=(0.5, RE), s2=(1.0, RA))),
+        ("mae", "z_grid", lambda: dict(G=(51, C), lim=(7.0, RA))),
+        ("mae", "NormalMAE", lambda: dict(seeds=([0], "list"), hidden=(4, C))),
+        ("mae", "FiniteMAE", lambda: dict(seeds=([0], "list"), q_x=(torch.full((4,), 0.25), A), hidden=(4, C), k=(1, C))),
+        ("mae", "train_mae", lambda: dict(model=(fmae(), "model"), targets=([1.0], "list"), C=(1.0, "nonneg"), steps=(2, C), lr=(1e-3, RA),
+                                           batch=(8, C), seed=(0, SE), log_every=(1, C))),
+        ("mae", "infomax_estimate", lambda: dict(model=(nmae(), "model"), n_samples=(100, C), seed=(0, SE))),
+        ("mae", "normal_exact", lambda: dict(model=(nmae(), "model"), G=(51, C), lim=(7.0, RA), Gx=(41, C), x_lim=(6.0, RA))),
+        ("mae", "finite_exact", lambda: dict(model=(fmae(), "model"), G=(51, C), lim=(7.0, RA), Q=(8, C))),
+        ("mae", "sir_sample", lambda: dict(model=(fmae(), "model"), n_samples=(10, C), k=(2, C), seed=(0, SE))),
+        ("mae", "word_match_matrix", lambda: dict(sentences=(["a b", "a c d"], "list"))),
+        ("mae", "sample_reconstructions", lambda: dict(model=(fmae(), "model"), x=(1, NI), n=(2, C), seed=(0, SE))),
+        ("mae", "interpolate", lambda: dict(model=(fmae(), "model"), x_a=(0, NI), x_b=(1, NI), n=(3, C))),
+        ("mae", "split_sentences", lambda: dict(texts=(["The film was fun. I liked it."], "list"), max_len=(8, C))),
+        ("mae", "build_vocab", lambda: dict(sentences=([["a", "b"], ["a", "c"]], "list"), size=(10, C))),
+        ("mae", "encode_sentences", lambda: dict(sentences=([["a", "b"], ["a", "c"]], "list"), vocab=(MA.build_vocab([["a", "b"], ["a", "c"]], 10), "model"),
+                                                  max_tokens=(4, C))),
+        ("mae", "SequenceMAE", lambda: dict(tokens=(torch.tensor([[2, 3, 0], [3, 2, 0]]), "int_array"), vocab_size=(5, C), latent_dim=(2, C),
+                                             emb=(4, C), hidden=(4, C), k=(1, C), seed=(0, SE))),
+        # data
+        ("data", "synthetic_2d", lambda: dict(kind=("xor", "choice"), n=(20, C), seed=(0, SE), noise=(0.1, "nonneg"), test_fraction=(0.5, "fraction"))),
+        ("data", "load_digits_split", lambda: dict(classes=([0, 1], "list"), test_fraction=(0.25, "fraction"), seed=(0, SE))),
+        ("data", "make_mnist1d", lambda: dict(num_samples=(100, C), seed=(0, SE), cache=(False, None))),
+    ]
+
+
+# ----------------------------------------------------------------------------------------------
+
+class _Timeout(Exception):
+    pass
+
+
+def _alarm(signum, frame):
+    raise _Timeout
+
+
+def classify(fn, kwargs, arg) -> tuple[str, str]:
+    """('clear' | 'unclear' | 'none', what happened) for one call."""
+    signal.signal(signal.SIGALRM, _alarm)
+    signal.alarm(20)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            fn(**kwargs)
+    except _Timeout:
+        return "unclear", "no answer within 20 s"
+    except (ValueError, TypeError) as e:
+        msg = str(e)
+        if arg in msg or arg.replace("_", " ") in msg:
+            return "clear", f"{type(e).__name__}: {msg}"
+        return "unclear", f"{type(e).__name__} not naming {arg}: {msg}"
+    except Exception as e:  # noqa: BLE001
+        return "unclear", f"{type(e).__name__}: {e}"
+    finally:
+        signal.alarm(0)
+    return "none", "no error"
+
+
+def sweep(verbose: bool = False, only=None) -> dict:
+    import torch
+    torch.set_num_threads(1)
+    counts = {m: {"clear": 0, "unclear": 0, "none": 0} for m in MODULES}
+    problems, broken = [], []
+    for module, name, factory in _specs():
+        if only and module not in only:
+            continue
+        fn = getattr(importlib.import_module(f"lib.{module}"), name)
+        try:
+            valid = factory()
+        except Exception as e:  # noqa: BLE001
+            broken.append(f"{module}.{name}: building the valid call fails: {type(e).__name__}: {e}")
+            continue
+        outcome, what = classify(fn, {k: v for k, (v, _) in valid.items()}, "")
+        if outcome != "none":
+            broken.append(f"{module}.{name}: the valid call fails: {what}")
+            continue
+        for arg, (value, kind) in valid.items():
+            if kind is None:
+                continue
+            for label, bad in BAD[kind].items():
+                call = {k: v for k, (v, _) in factory().items()}
+                if kind == "widths":
+                    bad = _widths_bad(call[arg], bad)
+                elif callable(bad) and kind not in ("callable",):
+                    try:
+                        bad = bad(call[arg])
+                    except Exception:  # noqa: BLE001  (this kind of bad value does not apply)
+                        continue
+                call[arg] = bad
+                outcome, what = classify(fn, call, arg)
+                counts[module][outcome] += 1
+                if outcome != "clear":
+                    problems.append(f"[{outcome}] {module}.{name}({arg}={label}): {what[:160]}")
+    return {"counts": counts, "problems": problems, "broken": broken}
+
+
+def report(res: dict, verbose: bool) -> str:
+    lines = [f"{'module':18s} {'calls':>6s} {'clear':>7s} {'unclear':>8s} {'none':>7s}"]
+    tot = {"clear": 0, "unclear": 0, "none": 0}
+    for m, c in res["counts"].items():
+        n = sum(c.values())
+        if not n:
+            continue
+        for k in tot:
+            tot[k] += c[k]
+        lines.append(f"{m:18s} {n:6d} {100 * c['clear'] / n:6.1f}% {100 * c['unclear'] / n:7.1f}% "
+                     f"{100 * c['none'] / n:6.1f}%")
+    n = sum(tot.values())
+    lines.append(f"{'ALL':18s} {n:6d} {100 * tot['clear'] / n:6.1f}% {100 * tot['unclear'] / n:7.1f}% "
+                 f"{100 * tot['none'] / n:6.1f}%")
+    if res["broken"]:
+        lines.append(f"\n{len(res['broken'])} valid call(s) failed (their functions were not swept):")
+        lines += ["  " + b for b in res["broken"]]
+    if verbose:
+        lines.append("\ncalls without a clear error:")
+        lines += ["  " + p for p in res["problems"]]
+    return "\n".join(lines)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--root", default=str(Path(__file__).resolve().parents[1]),
+                    help="checkout whose lib/ is swept (default: this one)")
+    ap.add_argument("-v", "--verbose", action="store_true", help="list every call without a clear error")
+    ap.add_argument("--modules", default="", help="comma-separated subset of modules")
+    args = ap.parse_args(argv)
+    sys.path.insert(0, str(Path(args.root).resolve()))
+    import lib
+    print(f"sweeping {Path(lib.__file__).parent}")
+    res = sweep(args.verbose, [m for m in args.modules.split(",") if m])
+    print(report(res, args.verbose))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
