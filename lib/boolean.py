@@ -24,6 +24,8 @@ from functools import lru_cache
 import numpy as np
 import torch
 
+from lib import validate as V
+
 MAX_EXACT_N = 5  # order types are enumerated up to n = 5 (516 of them); n = 6 has 124,187
 _ORDER_TYPE_MAX_WEIGHT = {1: 1, 2: 2, 3: 4, 4: 10, 5: 32}  # enough to realise every order type
 _ORDER_TYPE_COUNTS = {1: 1, 2: 1, 3: 2, 4: 14, 5: 516}  # OEIS A009997, certifies the enumeration
@@ -34,34 +36,29 @@ _ORDER_TYPE_COUNTS = {1: 1, 2: 1, 3: 2, 4: 14, 5: 516}  # OEIS A009997, certifie
 # --------------------------------------------------------------------------------------------
 
 def _check_n(n, max_n: int = MAX_EXACT_N) -> int:
-    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or not 1 <= n <= max_n:
-        raise ValueError(f"number of inputs n must be an int in [1, {max_n}], got {n!r}")
-    return int(n)
+    return V.integer(n, "n (the number of inputs)", min=1, max=max_n)
 
 
-def check_tables(tables, max_n: int = MAX_EXACT_N) -> tuple[np.ndarray, int]:
+def check_tables(tables, max_n: int = MAX_EXACT_N, name: str = "tables") -> tuple[np.ndarray, int]:
     """Validate one truth table (1-D) or a batch (2-D, one per row); returns (uint8 array, n).
 
-    ValueError for an empty input, a length that is not a power of two (at least 2), more than
-    ``2**max_n`` entries, NaN, or values outside {0, 1}.
+    ValueError (naming the argument ``name``) for an empty input, a length that is not a power of two
+    (at least 2), more than ``2**max_n`` entries, NaN, or values outside {0, 1}; TypeError for
+    something that is not an array of numbers.
     """
-    arr = np.asarray(tables)
-    if arr.size == 0:
-        raise ValueError("truth table is empty")
-    if arr.ndim not in (1, 2):
-        raise ValueError(f"truth table must be 1-D (one function) or 2-D (one per row), got shape {arr.shape}")
-    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
-        raise ValueError(f"truth table must hold numbers 0/1, got dtype {arr.dtype}")
+    max_n = V.positive_int(max_n, "max_n")
+    what = f"{name} (truth table)"
+    arr = V.array(tables, what, ndim=(1, 2), dtype=None, finite=False)
     length = arr.shape[-1]
     n = length.bit_length() - 1
     if length < 2 or length != 1 << n:
-        raise ValueError(f"truth table length must be a power of two 2**n with n >= 1, got {length}")
+        raise V.ArgumentValueError(f"{what} must have a length that is a power of two 2**n with n >= 1, got {length}")
     if n > max_n:
-        raise ValueError(f"truth tables of n = {n} inputs are not supported here (at most n = {max_n})")
+        raise V.ArgumentValueError(f"{what}: truth tables of n = {n} inputs are not supported here (at most n = {max_n})")
     if np.issubdtype(arr.dtype, np.floating) and np.isnan(arr).any():
-        raise ValueError("truth table contains NaN")
+        raise V.ArgumentValueError(f"{what} contains NaN")
     if not np.isin(arr, (0, 1)).all():
-        raise ValueError("truth table values must be 0 or 1")
+        raise V.ArgumentValueError(f"{what} must hold only the values 0 or 1")
     return arr.astype(np.uint8), n
 
 
@@ -77,7 +74,7 @@ def cube(n: int, pm: bool = True) -> np.ndarray:
 
 def table_to_id(table) -> int:
     """The id of a truth table: its entries read as a binary number, f(0..0) most significant."""
-    t, n = check_tables(table, max_n=6)
+    t, n = check_tables(table, max_n=6, name="table")
     if t.ndim != 1:
         raise ValueError("table_to_id takes one truth table")
     return int("".join(map(str, t.tolist())), 2)
@@ -165,7 +162,7 @@ def npn_class_ids_all(n: int) -> np.ndarray:
 
 def npn_class_id(table) -> int:
     """The smallest id in f's NPN class (inputs negated/permuted, output negated); thesis Table 3.3."""
-    t, n = check_tables(table)
+    t, n = check_tables(table, name="table")
     if t.ndim != 1:
         raise ValueError("npn_class_id takes one truth table; use npn_class_ids_all for all functions")
     if n <= 4:
@@ -245,6 +242,7 @@ def change_counts(tables) -> np.ndarray:
 def swaps_many(tables, batch: int = 8) -> np.ndarray:
     """Exact swaps values of many truth tables (rows) of n <= 5 inputs (Chapter 6, eq. 3.10)."""
     t, n = check_tables(tables)
+    batch = V.positive_int(batch, "batch")
     T2 = np.atleast_2d(t)
     out = np.empty(len(T2), dtype=np.int64)
     for start in range(0, len(T2), batch):
@@ -259,7 +257,7 @@ def swaps(table) -> int:
     class changes along any generic linear ordering of the cube's corners. For n <= 4 a lookup in
     :func:`swaps_all`; for n = 5 the branch and bound of :func:`swaps_branch_and_bound`.
     """
-    t, n = check_tables(table)
+    t, n = check_tables(table, name="table")
     if t.ndim != 1:
         raise ValueError("swaps takes one truth table; use swaps_many for a batch")
     if n <= 4:
@@ -305,7 +303,7 @@ def swaps_branch_and_bound(table) -> int:
     (n-1)-input functions. Chambers are then counted exactly level by level of this lower bound, and
     the search stops as soon as the next level cannot beat the best count found.
     """
-    t, n = check_tables(table)
+    t, n = check_tables(table, name="table")
     if t.ndim != 1 or n < 2:
         raise ValueError("swaps_branch_and_bound takes one truth table of n >= 2 inputs")
     (maps, pair_perm, order_pairs, groups, by_group, group_len, group_start, sub_changes, powers,
@@ -358,7 +356,7 @@ def swaps_all(n: int) -> np.ndarray:
 
 def best_projection(table) -> np.ndarray:
     """An integer direction w whose (generic) ordering of the ±1 corners achieves swaps(f)."""
-    t, n = check_tables(table)
+    t, n = check_tables(table, name="table")
     if t.ndim != 1:
         raise ValueError("best_projection takes one truth table")
     counts = change_counts(t[None])[0]
@@ -391,8 +389,8 @@ def changes_along(table, w) -> float:
     Tied corners form one group; a tie between different classes means w is not admissible
     (w not in the set W of eq. 3.8) and the result is ``inf``.
     """
-    t, n = check_tables(table, max_n=16)
-    w = np.asarray(w, dtype=float)
+    t, n = check_tables(table, max_n=16, name="table")
+    w = V.array(w, "w (the direction)", shape=(n,), finite=False)
     if t.ndim != 1 or w.shape != (n,):
         raise ValueError(f"need one truth table and a direction of shape ({n},), got {t.shape}, {w.shape}")
     if not np.isfinite(w).all():
@@ -495,17 +493,34 @@ def fourier_entropy(tables) -> np.ndarray:
 # --------------------------------------------------------------------------------------------
 
 def _check_alpha(alpha) -> float:
-    if not isinstance(alpha, (int, float, np.floating)) or not 0 <= alpha < 1:
-        raise ValueError(f"leak alpha must be a number in [0, 1), got {alpha!r}")
-    return float(alpha)
+    return V.slope(alpha, "alpha (the leak)")
+
+
+def _check_layers(params) -> list:
+    """``params`` as float64 ``[(W, b), ...]`` with chaining shapes and finite entries."""
+    layers = V.sequence(params, "params", min_len=1)
+    out = []
+    for i, layer in enumerate(layers):
+        if not isinstance(layer, (list, tuple)) or len(layer) != 2:
+            raise V.ArgumentTypeError(f"params[{i}] must be a (W, b) pair, got {V.describe(layer)}")
+        W = V.array(layer[0], f"params[{i}] W", ndim=2, nonempty=False)  # width 0: constant nets
+        b = V.array(layer[1], f"params[{i}] b", shape=(W.shape[0],), nonempty=False)
+        if i and W.shape[1] != out[-1][0].shape[0]:
+            raise V.ArgumentValueError(f"params[{i}] W has {W.shape[1]} columns but layer {i - 1} has "
+                                       f"{out[-1][0].shape[0]} units")
+        out.append((W, b))
+    return out
 
 
 def network_output(params, X, alpha: float = 0.0) -> np.ndarray:
-    """Output of ``[(W, b), ...]`` (W of shape (out, in)) with leaky ReLU max(z, alpha z), float64."""
+    """Output of ``[(W, b), ...]`` (W of shape (out, in)) with leaky ReLU max(z, alpha z), float64.
+
+    A hidden layer of width 0 is allowed (:func:`swaps_network` of a constant function has one: the
+    output is then the last bias). ``params`` and ``X`` must be finite.
+    """
     alpha = _check_alpha(alpha)
-    h = np.asarray(X, dtype=float)
-    if h.ndim != 2 or not params or h.shape[1] != np.asarray(params[0][0]).shape[1]:
-        raise ValueError("X must be (points, inputs) matching the first layer of a non-empty network")
+    params = _check_layers(params)
+    h = V.array(X, "X", ndim=2, shape=(None, params[0][0].shape[1]))
     for i, (W, b) in enumerate(params):
         h = h @ np.asarray(W, float).T + np.asarray(b, float)
         if i < len(params) - 1:
@@ -515,7 +530,8 @@ def network_output(params, X, alpha: float = 0.0) -> np.ndarray:
 
 def interpolation_slopes(slopes, alpha: float) -> np.ndarray:
     """Output weights a with M a = slopes, M_ij = 1 (i <= j) or alpha (i > j): Lemma A.2.1 (A.13)."""
-    s = np.asarray(slopes, dtype=float)
+    s = V.array(slopes, "slopes", ndim=1)
+    alpha = _check_alpha(alpha)
     k = len(s)
     M = np.where(np.arange(k)[:, None] >= np.arange(k)[None, :], 1.0, alpha)  # row j = segment j
     return np.linalg.solve(M, s)
@@ -530,7 +546,7 @@ def swaps_network(table, alpha: float = 0.0) -> list:
     Returns ``[(W1 (s, n), b1 (s,)), (W2 (1, s), b2 (1,))]``.
     """
     alpha = _check_alpha(alpha)
-    t, n = check_tables(table)
+    t, n = check_tables(table, name="table")
     if t.ndim != 1:
         raise ValueError("swaps_network takes one truth table")
     w = best_projection(t).astype(float)
@@ -604,10 +620,11 @@ class StackedMLP:
 
     def __init__(self, widths, n_nets: int, alpha: float, seed: int):
         alpha = _check_alpha(alpha)
+        widths = V.sequence(widths, "widths")
         if len(widths) < 2 or any(not isinstance(w, int) or w < 1 for w in widths) or widths[-1] != 1:
             raise ValueError(f"widths must be >= 2 positive ints ending in 1, got {widths}")
-        if not isinstance(n_nets, int) or n_nets < 1:
-            raise ValueError(f"n_nets must be a positive int, got {n_nets!r}")
+        n_nets = V.positive_int(n_nets, "n_nets")
+        seed = V.seed(seed)
         gen = torch.Generator().manual_seed(int(seed))
         self.alpha, self.widths, self.B = alpha, list(widths), n_nets
         shapes = []
@@ -715,12 +732,15 @@ def _fit(model: StackedMLP, X: torch.Tensor, Y: torch.Tensor, epochs: int, lr: f
             curves[epoch] = bce(out, Y, reduction="none").mean(0)
         model.backward(X, zs, (torch.sigmoid(out) - Y) / X.shape[0])  # d(mean BCE)/d logits
         _adam_step(model.theta, model.grad, state, lr)
+        if epoch % 100 == 99:  # every 100 epochs: one pass over the flat weight vector
+            V.finite_loss(model.theta, epoch + 1, lr, what="weights")
         if not record and compact_every and epoch % compact_every == compact_every - 1 and now.any():
             if now.all():
                 break
             state["m"], state["v"] = model.keep_nets(~now, state["m"], state["v"])
             active, Y, target = active[~now], Y[:, ~now], target[:, ~now]
     else:
+        V.finite_loss(model.theta, epochs, lr, what="weights")
         correct = (model.forward(X) > 0) == target
         solved[active[correct.all(0)]] = True
         if best_accuracy is not None:
@@ -742,6 +762,7 @@ def train_boolean_nets(tables, width: int, depth: int, alpha: float, trials: int
     epochs (Chapter 6, higher dimensions: Figs. 3.8-3.9).
     """
     t, n = check_tables(tables, max_n=12)
+    lr, seed = V.positive(lr, "lr"), V.seed(seed)
     T2 = np.atleast_2d(t)
     if not isinstance(compact_every, int) or compact_every < 1:
         raise ValueError(f"compact_every must be a positive int, got {compact_every!r}")
@@ -764,14 +785,15 @@ def train_boolean_nets(tables, width: int, depth: int, alpha: float, trials: int
 def subnetworks(model: StackedMLP, subsets, nets) -> StackedMLP:
     """Sub-networks of one-hidden-layer stacked nets: for each net in ``nets`` (parent-major) and each
     subset of hidden units (all of one size), a net keeping only those units and their weights."""
+    V.instance(model, "model", StackedMLP)
     if len(model.params) != 4:
         raise ValueError("subnetworks needs one-hidden-layer nets")
-    S = torch.as_tensor(np.asarray(subsets, dtype=np.int64))
-    p = torch.as_tensor(np.asarray(nets, dtype=np.int64))
-    if S.ndim != 2 or S.numel() == 0 or p.ndim != 1 or p.numel() == 0:
-        raise ValueError("subsets must be a non-empty list of equal-size unit tuples and nets non-empty")
-    if S.min() < 0 or S.max() >= model.widths[1] or p.min() < 0 or p.max() >= model.B:
-        raise ValueError("unit or net index out of range")
+    S = torch.as_tensor(V.array(subsets, "subsets (unit tuples of one size)", ndim=2, integer=True))
+    p = torch.as_tensor(V.array(nets, "nets (net indices)", ndim=1, integer=True))
+    if S.min() < 0 or S.max() >= model.widths[1]:
+        raise ValueError(f"subsets: unit index out of range [0, {model.widths[1]})")
+    if p.min() < 0 or p.max() >= model.B:
+        raise ValueError(f"nets: net index out of range [0, {model.B})")
     C, k = S.shape
     U, n = len(p), model.widths[0]
     W1, b1, W2, b2 = model.params  # (n, w, B), (w, B), (w, 1, B), (1, B)
@@ -800,9 +822,10 @@ def prune_and_finetune(table, width: int, alpha: float, parents: int, epochs: in
     ``solved[k]`` (used parents, C(width, k); False where not tried), ``tried[k]`` (used parents,)
     and, when ``record``, ``curves[k]`` (finetune_epochs, used parents, C(width, k)), else None.
     """
-    t, n = check_tables(table, max_n=12)
+    t, n = check_tables(table, max_n=12, name="table")
     if t.ndim != 1:
         raise ValueError("prune_and_finetune takes one truth table")
+    lr, seed = V.positive(lr, "lr"), V.seed(seed)
     if not isinstance(width, int) or not isinstance(max_width, int) or not 1 <= max_width <= width:
         raise ValueError(f"need ints 1 <= max_width <= width, got {max_width!r}, {width!r}")
     if not isinstance(parents, int) or parents < 1 or not isinstance(epochs, int) or epochs < 1:
@@ -849,6 +872,7 @@ def xor1d_local_optima(n_nets: int, steps: int = 500, lr: float = 0.1, seed: int
     """
     if not isinstance(n_nets, int) or n_nets < 1 or not isinstance(steps, int) or steps < 1:
         raise ValueError(f"n_nets and steps must be positive ints, got {n_nets!r}, {steps!r}")
+    lr, seed = V.positive(lr, "lr"), V.seed(seed)
     gen = torch.Generator().manual_seed(int(seed))
     w = (torch.randn(2, n_nets, generator=gen) * math.sqrt(2.0)).requires_grad_()
     o = (torch.randn(2, n_nets, generator=gen) * 1.0).requires_grad_()
@@ -868,13 +892,15 @@ def xor1d_local_optima(n_nets: int, steps: int = 500, lr: float = 0.1, seed: int
         opt.step()
     with torch.no_grad():
         final = losses().numpy().copy()
+    V.finite_loss(final, steps, lr)
     params = {k: v.detach().numpy().copy() for k, v in dict(w=w, o=o, b=b, c=c).items()}
     return final, params
 
 
 def relu_sign_pattern(w: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Region of Table 3.2: signs (>= 0) of b_i, b_i + w_i, b_i - w_i for both units, as 6-char strings."""
-    w, b = np.asarray(w, float), np.asarray(b, float)
+    w = V.array(w, "w", shape=(2, None))
+    b = V.array(b, "b", shape=w.shape)
     if w.shape != b.shape or w.ndim != 2 or w.shape[0] != 2:
         raise ValueError(f"w and b must both have shape (2, n_nets), got {w.shape} and {b.shape}")
     cols = [b[0], b[0] + w[0], b[0] - w[0], b[1], b[1] + w[1], b[1] - w[1]]
@@ -899,6 +925,8 @@ def climb_max_swaps(n: int, restarts: int, seed: int = 0, max_steps: int = 30, s
     n = _check_n(n)
     if not isinstance(restarts, int) or restarts < 1:
         raise ValueError(f"restarts must be a positive int, got {restarts!r}")
+    seed = V.seed(seed)
+    max_steps, sideways = V.nonnegative_int(max_steps, "max_steps"), V.nonnegative_int(sideways, "sideways")
     rng = np.random.default_rng(seed)
     flips = np.eye(2 ** n, dtype=np.uint8)
     best_table, best_value, finals = None, -1, []

@@ -30,7 +30,7 @@ __all__ = [
     "ArgumentTypeError", "ArgumentValueError", "TrainingDivergedError", "describe", "integer",
     "positive_int", "nonnegative_int", "seed", "real", "positive", "nonnegative", "fraction",
     "slope", "choice", "boolean", "array", "tensor", "labels", "callable_", "sequence",
-    "finite_loss",
+    "finite_loss", "instance",
 ]
 
 
@@ -297,3 +297,14 @@ def finite_loss(loss, step, lr=None, what: str = "loss") -> None:
         raise TrainingDivergedError(
             f"the training {what} became NaN or infinite at step {step}{hint}: the learning rate is "
             "most likely too large (or the data or initial weights hold huge values); lower lr and retry")
+
+
+def instance(value, name: str, cls, what: str | None = None):
+    """``value`` if it is an instance of ``cls`` (a class or tuple of classes); ``what`` names the
+    expected kind in the message (default: the class names)."""
+    if not isinstance(value, cls):
+        if what is None:
+            classes = cls if isinstance(cls, tuple) else (cls,)
+            what = "a " + " or ".join(c.__name__ for c in classes)
+        raise _type_error(name, what, value)
+    return value
