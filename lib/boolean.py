@@ -83,7 +83,7 @@ def table_to_id(table) -> int:
 def truth_table(ids, n: int) -> np.ndarray:
     """Truth tables (rows) of the functions with the given ids (inverse of :func:`table_to_id`)."""
     n = _check_n(n, 6)
-    ids_arr = np.atleast_1d(np.asarray(ids))
+    ids_arr = np.atleast_1d(V.array(ids, "ids", ndim=(0, 1), dtype=None))
     if ids_arr.size == 0 or not np.issubdtype(ids_arr.dtype, np.integer):
         raise ValueError(f"ids must be a non-empty integer array, got {ids!r}")
     if (ids_arr < 0).any() or (ids_arr >= 2 ** (2 ** n)).any():

@@ -13,14 +13,13 @@ from __future__ import annotations
 import numpy as np
 
 from lib import boolean as B
+from lib import validate as V
 
 MAX_N = 12  # the training and Fourier code handle up to 2**12 corners
 
 
 def _check_n(n, low: int = 1) -> int:
-    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or not low <= n <= MAX_N:
-        raise ValueError(f"number of inputs n must be an int in [{low}, {MAX_N}], got {n!r}")
-    return int(n)
+    return V.integer(n, "n (the number of inputs)", min=low, max=MAX_N)
 
 
 def random_tables(n: int, count: int, seed: int) -> np.ndarray:
@@ -28,6 +27,7 @@ def random_tables(n: int, count: int, seed: int) -> np.ndarray:
     n = _check_n(n)
     if not isinstance(count, (int, np.integer)) or isinstance(count, bool) or count < 1:
         raise ValueError(f"count must be a positive int, got {count!r}")
+    seed = V.seed(seed)
     return np.random.default_rng(seed).integers(0, 2, (int(count), 2 ** n)).astype(np.uint8)
 
 
@@ -69,9 +69,7 @@ def parity_solvable(n: int, width: int, depth: int) -> bool:
     These are the outlined cells of Fig. 3.7.
     """
     n = _check_n(n)
-    for name, v in (("width", width), ("depth", depth)):
-        if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
-            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    width, depth = V.positive_int(width, "width"), V.positive_int(depth, "depth")
     return int(n) <= int(width) ** int(depth)
 
 
