@@ -20,19 +20,30 @@ from typing import Sequence
 import numpy as np
 import torch
 
+from lib import validate as V
+
 ACTIVATIONS = ("relu", "leaky_relu", "linear")
 INIT_SCHEMES = ("he", "lecun", "normal")
 
 
 def _check_widths(widths) -> list[int]:
-    widths = list(widths)
+    widths = V.sequence(widths, "widths")
     if len(widths) < 2 or any(not isinstance(w, int) or isinstance(w, bool) or w < 1 for w in widths):
         raise ValueError(f"widths must list at least two positive ints (input, ..., output), got {widths!r}")
     return widths
 
 
 def activate(z: torch.Tensor, activation: str = "relu", negative_slope: float = 0.01) -> torch.Tensor:
-    """The hidden-layer nonlinearity by name."""
+    """The hidden-layer nonlinearity by name (``z``: a finite floating-point tensor, any shape;
+    ``negative_slope`` in [0, 1) for ``leaky_relu``)."""
+    V.tensor(z, "z", floating=True, nonempty=False)
+    V.choice(activation, "activation", ACTIVATIONS)
+    V.slope(negative_slope, "negative_slope")
+    return _activate(z, activation, negative_slope)
+
+
+def _activate(z: torch.Tensor, activation: str, negative_slope: float) -> torch.Tensor:
+    """:func:`activate` without the argument checks (the per-step path of the forward passes)."""
     if activation == "relu":
         return torch.relu(z)
     if activation == "leaky_relu":
@@ -59,8 +70,9 @@ def init_mlp(widths: Sequence[int], seed: int, scheme: str = "he", scale: float 
     Biases start at zero (``bias=False`` keeps them zero and without gradient).
     """
     widths = _check_widths(widths)
-    if not math.isfinite(scale) or scale < 0:
-        raise ValueError(f"scale must be a finite non-negative number, got {scale!r}")
+    scale = V.nonnegative(scale, "scale")
+    seed = V.seed(seed)
+    V.choice(scheme, "scheme (the init scheme)", INIT_SCHEMES)
     gen = torch.Generator().manual_seed(int(seed))
     params = []
     for d_in, d_out in zip(widths[:-1], widths[1:]):
@@ -73,12 +85,13 @@ def init_mlp(widths: Sequence[int], seed: int, scheme: str = "he", scale: float 
 
 
 def _check_params(params) -> None:
-    if not params:
-        raise ValueError("params must be a non-empty list of (W, b) pairs")
+    """A non-empty list of finite ``(W, b)`` tensor pairs with chaining shapes (one pass per call)."""
+    V.sequence(params, "params", min_len=1)
     for i, pair in enumerate(params):
-        if len(pair) != 2:
-            raise ValueError(f"layer {i} must be a (W, b) pair")
-        W, b = pair
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+            raise V.ArgumentTypeError(f"params[{i}] must be a (W, b) pair, got {V.describe(pair)}")
+        W = V.tensor(pair[0], f"params[{i}] W", floating=True)
+        b = V.tensor(pair[1], f"params[{i}] b", floating=True)
         if W.ndim != 2 or b.ndim != 1 or b.shape[0] != W.shape[0]:
             raise ValueError(f"layer {i}: expected W (d_out, d_in) and b (d_out,), got {tuple(W.shape)} "
                              f"and {tuple(b.shape)}")
@@ -95,22 +108,25 @@ def mlp_forward(params, X: torch.Tensor, activation: str = "relu", negative_slop
     patterns and linear regions).
     """
     _check_params(params)
-    X = torch.as_tensor(X)
+    X = V.tensor(X, "X", convert=True, nonempty=False)
     if X.ndim != 2 or X.shape[1] != params[0][0].shape[1]:
         raise ValueError(f"X must have shape (n, {params[0][0].shape[1]}), got {tuple(X.shape)}")
     if not X.is_floating_point():
         raise ValueError(f"X must be a floating-point tensor, got dtype {X.dtype}")
+    V.choice(activation, "activation", ACTIVATIONS)
+    V.slope(negative_slope, "negative_slope")
     h, pre = X.to(params[0][0].dtype), []
     for i, (W, b) in enumerate(params):
         z = h @ W.T + b
         if i == len(params) - 1:
             return (z, pre) if return_preactivations else z
         pre.append(z)
-        h = activate(z, activation, negative_slope)
+        h = _activate(z, activation, negative_slope)
 
 
 def _check_hidden(params, layer: int) -> None:
     _check_params(params)
+    layer = V.integer(layer, "layer")
     if not 0 <= layer < len(params) - 1:
         raise ValueError(f"layer must index a hidden layer in [0, {len(params) - 1}), got {layer}")
 
@@ -118,7 +134,7 @@ def _check_hidden(params, layer: int) -> None:
 def permute_hidden(params, layer: int, perm) -> list:
     """Permute the units of hidden ``layer`` (0-based); the function is unchanged (Ch. 1, eq. 2.1)."""
     _check_hidden(params, layer)
-    perm = torch.as_tensor(perm, dtype=torch.long)
+    perm = torch.as_tensor(V.array(perm, "perm", ndim=1, integer=True))
     width = params[layer][0].shape[0]
     if perm.shape != (width,) or not torch.equal(torch.sort(perm).values, torch.arange(width)):
         raise ValueError(f"perm must be a permutation of range({width}), got {perm.tolist()}")
@@ -136,7 +152,7 @@ def rescale_hidden(params, layer: int, scales) -> list:
     """
     _check_hidden(params, layer)
     W, b = params[layer]
-    scales = torch.as_tensor(scales, dtype=W.dtype)
+    scales = torch.as_tensor(V.array(scales, "scales", ndim=1, dtype=None, finite=False), dtype=W.dtype)
     if scales.shape != (W.shape[0],) or not bool(torch.all(scales > 0)) or not bool(torch.isfinite(scales).all()):
         raise ValueError(f"scales must be {W.shape[0]} finite positive numbers, got {scales.tolist()}")
     out = [(Wl.clone(), bl.clone()) for Wl, bl in params]
@@ -160,13 +176,15 @@ class BatchedMLP(torch.nn.Module):
         super().__init__()
         widths = _check_widths(widths)
         if seeds is None:
-            if not isinstance(n_models, int) or n_models < 1:
-                raise ValueError(f"n_models must be a positive int, got {n_models!r}")
+            n_models = V.positive_int(n_models, "n_models")
             seeds = list(range(n_models))
-        seeds = [int(s) for s in seeds]
+        seeds = [V.seed(s, "seeds[i]") for s in V.sequence(seeds, "seeds")]
         if not seeds or (n_models is not None and len(seeds) != n_models):
             raise ValueError(f"need one seed per model: n_models={n_models}, got {len(seeds)} seeds")
-        activate(torch.zeros(1), activation)  # validates the name
+        V.choice(activation, "activation", ACTIVATIONS)
+        V.choice(scheme, "scheme (the init scheme)", INIT_SCHEMES)
+        negative_slope = V.slope(negative_slope, "negative_slope")
+        scale = V.nonnegative(scale, "scale")
         self.widths, self.activation, self.negative_slope = widths, activation, negative_slope
         nets = [init_mlp(widths, s, scheme, scale, dtype=dtype) for s in seeds]
         self.weights = torch.nn.ParameterList(
@@ -189,7 +207,7 @@ class BatchedMLP(torch.nn.Module):
         for l, (W, b) in enumerate(zip(self.weights, self.biases)):
             h = torch.baddbmm(b.unsqueeze(1), h, W.transpose(1, 2))
             if l < last:
-                h = activate(h, self.activation, self.negative_slope)
+                h = _activate(h, self.activation, self.negative_slope)
         return h
 
     def model_params(self, m: int) -> list:
