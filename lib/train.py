@@ -16,6 +16,8 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from lib import validate as V
+
 OPTIMIZERS = ("sgd", "adam")
 
 
@@ -50,29 +52,83 @@ def _targets_like(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
                      f"nor one model's outputs {tuple(out.shape[1:])}")
 
 
+def _check_outputs(out, y, labels: bool = False):
+    out = V.tensor(out, "out", floating=True)
+    if out.ndim < 2:
+        raise V.ArgumentValueError(f"out must have shape (n_models, n, ...), got {V.describe(out)}")
+    if labels:
+        if out.ndim != 3 or out.shape[2] < 2:
+            raise V.ArgumentValueError(f"out must be logits of shape (n_models, n, K >= 2), got {V.describe(out)}")
+        V.tensor(y, "y", floating=False)
+        if tuple(y.shape) not in ((out.shape[1],), tuple(out.shape[:2])):
+            raise V.ArgumentValueError(f"y must have shape ({out.shape[1]},) or {tuple(out.shape[:2])}, "
+                                       f"got {V.describe(y)}")
+        V.labels(y, "y", out.shape[2])
+    else:
+        V.tensor(y, "y", floating=True)
+    return out
+
+
 def mse_per_model(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """Mean squared error over all but the leading (model) axis: shape ``(n_models,)``."""
+    """Mean squared error over all but the leading (model) axis: shape ``(n_models,)``.
+
+    ``out`` ``(n_models, n, ...)`` and ``y`` (per model or shared) must be finite floating tensors.
+    The trainers of this module call the unchecked ``_mse_per_model`` per step (their data were
+    checked once)."""
+    _check_outputs(out, y)
+    return _mse_per_model(out, y)
+
+
+def _mse_per_model(out, y):
     return ((out - _targets_like(out, y)) ** 2).flatten(1).mean(1)
 
 
 def logistic_per_model(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """Logistic loss ``log(1 + exp(-y f))`` for labels ``y`` in {-1, +1}, per model."""
+    """Logistic loss ``log(1 + exp(-y f))`` for labels ``y`` in {-1, +1}, per model (checked as in
+    :func:`mse_per_model`)."""
+    _check_outputs(out, y)
+    return _logistic_per_model(out, y)
+
+
+def _logistic_per_model(out, y):
     return torch.nn.functional.softplus(-_targets_like(out, y) * out).flatten(1).mean(1)
 
 
 def cross_entropy_per_model(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """Softmax cross-entropy of logits ``(n_models, n, K)`` against class indices, per model."""
+    """Softmax cross-entropy of logits ``(n_models, n, K)`` against class indices, per model.
+
+    ``y``: an integer tensor ``(n,)`` (shared) or ``(n_models, n)`` with indices in ``[0, K)``."""
+    _check_outputs(out, y, labels=True)
+    return _cross_entropy_per_model(out, y)
+
+
+def _cross_entropy_per_model(out, y):
     M, n, K = out.shape
     y = y.expand(M, n) if y.ndim == 1 else y
     return torch.nn.functional.cross_entropy(out.reshape(M * n, K), y.reshape(M * n),
                                              reduction="none").reshape(M, n).mean(1)
 
 
+# the trainers call these per step without re-checking data they checked once at their boundary
+_UNCHECKED = {mse_per_model: _mse_per_model, logistic_per_model: _logistic_per_model,
+              cross_entropy_per_model: _cross_entropy_per_model}
+
+
 def make_optimizer(params, optimizer: str = "sgd", lr: float = 0.1, momentum: float = 0.0,
                    weight_decay: float = 0.0) -> torch.optim.Optimizer:
-    """``sgd`` (optionally with momentum) or ``adam`` over ``params``."""
-    if not np.isfinite(lr) or lr <= 0:
-        raise ValueError(f"learning rate must be a finite positive number, got {lr!r}")
+    """``sgd`` (optionally with momentum) or ``adam`` over ``params``.
+
+    ``lr`` > 0, ``momentum`` in [0, 1), ``weight_decay`` >= 0, all finite; ``params`` a non-empty
+    iterable of tensors (or of torch parameter-group dicts)."""
+    lr = V.positive(lr, "lr (the learning rate)")
+    momentum = V.fraction(momentum, "momentum")
+    weight_decay = V.nonnegative(weight_decay, "weight_decay")
+    V.choice(optimizer, "optimizer", OPTIMIZERS)
+    if isinstance(params, torch.Tensor) or not hasattr(params, "__iter__") or isinstance(params, (str, bytes)):
+        raise V.ArgumentTypeError(f"params must be an iterable of tensors, got {V.describe(params)}")
+    params = list(params)
+    if not params or not all(isinstance(p, (torch.Tensor, dict)) for p in params):
+        raise V.ArgumentValueError(f"params must be a non-empty iterable of tensors, got {V.describe(params)}")
     if optimizer == "sgd":
         return torch.optim.SGD(params, lr=lr, momentum=momentum, weight_decay=weight_decay)
     if optimizer == "adam":
@@ -80,22 +136,17 @@ def make_optimizer(params, optimizer: str = "sgd", lr: float = 0.1, momentum: fl
     raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {optimizer!r}")
 
 
-def _check_data(X: torch.Tensor, y: torch.Tensor) -> None:
-    for name, t in (("X", X), ("y", y)):
-        if not isinstance(t, torch.Tensor):
-            raise ValueError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
-        if t.numel() == 0:
-            raise ValueError(f"{name} is empty")
-        if t.is_floating_point() and not bool(torch.isfinite(t).all()):
-            raise ValueError(f"{name} contains NaN or infinite values")
-    if not X.is_floating_point():
-        raise ValueError(f"X must be floating point, got dtype {X.dtype}")
-
-
-def _check_count(name: str, value) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")
-    return value
+def _check_data(model, X: torch.Tensor, y: torch.Tensor, loss_fn):
+    """Once per training call: the model, finite non-empty data, a callable loss; returns the loss
+    function the loop calls (the unchecked twin of this module's own losses)."""
+    V.instance(model, "model", torch.nn.Module, "a torch.nn.Module")
+    V.tensor(X, "X", floating=True)
+    V.tensor(y, "y")
+    V.callable_(loss_fn, "loss_fn")
+    try:
+        return _UNCHECKED.get(loss_fn, loss_fn)
+    except TypeError:  # an unhashable callable
+        return loss_fn
 
 
 def train_full_batch(model: torch.nn.Module, X: torch.Tensor, y: torch.Tensor, loss_fn, steps: int,
@@ -104,11 +155,13 @@ def train_full_batch(model: torch.nn.Module, X: torch.Tensor, y: torch.Tensor, l
     """Full-batch gradient descent on ``loss_fn(model(X), y)`` for ``steps`` steps.
 
     ``log_every`` defaults to ``steps // 100`` (about 100 logged points); the step after the last one
-    is always logged, so ``history.final_loss`` is the loss of the trained model.
+    is always logged, so ``history.final_loss`` is the loss of the trained model. Each logged loss is
+    checked: a NaN or infinite loss stops training with :class:`lib.validate.TrainingDivergedError`
+    naming the step (within ``log_every`` steps of the first bad one) and the learning rate.
     """
-    _check_data(X, y)
-    steps = _check_count("steps", steps)
-    log_every = _check_count("log_every", log_every or max(1, steps // 100))
+    loss_fn = _check_data(model, X, y, loss_fn)
+    steps = V.positive_int(steps, "steps")
+    log_every = max(1, steps // 100) if log_every is None else V.positive_int(log_every, "log_every")
     opt = make_optimizer(model.parameters(), optimizer, lr, momentum, weight_decay)
     hist = History()
     start = time.perf_counter()
@@ -121,10 +174,12 @@ def train_full_batch(model: torch.nn.Module, X: torch.Tensor, y: torch.Tensor, l
             if step % log_every == 0:
                 hist.steps.append(step)
                 hist.loss.append(loss.detach().clone())
+                V.finite_loss(hist.loss[-1], step, lr)
                 bar.update(log_every if step else 1)
         with torch.no_grad():
             hist.steps.append(steps)
             hist.loss.append(loss_fn(model(X), y).detach().clone())
+            V.finite_loss(hist.loss[-1], steps, lr)
     hist.loss = [l.numpy() if l.ndim else float(l) for l in hist.loss]
     hist.wall_time_s = time.perf_counter() - start
     return hist
@@ -137,11 +192,16 @@ def train_minibatch(model: torch.nn.Module, X: torch.Tensor, y: torch.Tensor, lo
     """Minibatch SGD/Adam over shuffled rows of ``X`` (first axis), one history point per epoch.
 
     ``on_epoch_end(epoch, model)`` may be given to evaluate or anneal between epochs (Chapter 5).
+    Each epoch's mean loss is checked: NaN or inf stops training with
+    :class:`lib.validate.TrainingDivergedError` naming the epoch and the learning rate.
     """
-    _check_data(X, y)
-    if X.shape[0] != y.shape[0]:
-        raise ValueError(f"X and y must have the same number of rows, got {X.shape[0]} and {y.shape[0]}")
-    epochs, batch_size = _check_count("epochs", epochs), _check_count("batch_size", batch_size)
+    loss_fn = _check_data(model, X, y, loss_fn)
+    if X.ndim == 0 or y.ndim == 0 or X.shape[0] != y.shape[0]:
+        raise ValueError(f"X and y must have the same number of rows, got {tuple(X.shape)} and {tuple(y.shape)}")
+    epochs, batch_size = V.positive_int(epochs, "epochs"), V.positive_int(batch_size, "batch_size")
+    seed = V.seed(seed)
+    if on_epoch_end is not None:
+        V.callable_(on_epoch_end, "on_epoch_end")
     opt = make_optimizer(model.parameters(), optimizer, lr, momentum, weight_decay)
     gen = torch.Generator().manual_seed(int(seed))
     hist, n = History(), X.shape[0]
@@ -158,6 +218,7 @@ def train_minibatch(model: torch.nn.Module, X: torch.Tensor, y: torch.Tensor, lo
         hist.steps.append(epoch + 1)
         mean = total / n
         hist.loss.append(mean.numpy() if mean.ndim else float(mean))
+        V.finite_loss(hist.loss[-1], f"{epoch + 1} (epoch)", lr)
         if on_epoch_end is not None:
             on_epoch_end(epoch, model)
     hist.wall_time_s = time.perf_counter() - start

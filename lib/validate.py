@@ -295,7 +295,7 @@ def finite_loss(loss, step, lr=None, what: str = "loss") -> None:
     if bad:
         hint = f" with lr={lr!r}" if lr is not None else ""
         raise TrainingDivergedError(
-            f"the training {what} became NaN or infinite at step {step}{hint}: the learning rate is "
+            f"the training {what} became NaN or infinite by step {step}{hint}: the learning rate is "
             "most likely too large (or the data or initial weights hold huge values); lower lr and retry")
 
 
