@@ -18,6 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
+from lib import validate as V
 from lib.scale import SCALES, current_scale, seed_offset
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -58,8 +59,15 @@ def git_commit() -> str:
 
 
 def provenance(seeds, wall_time_s: float, scale: str | None = None) -> dict:
-    """Where and how a result was made: scale, seeds, commit, date, machine, wall time."""
+    """Where and how a result was made: scale, seeds, commit, date, machine, wall time.
+
+    ``seeds``: a list of ints >= 0; ``wall_time_s`` >= 0; ``scale=None`` means the active scale."""
     import torch
+
+    seeds = [V.seed(s, "seeds[i]") for s in V.sequence(seeds, "seeds")]
+    wall_time_s = V.nonnegative(wall_time_s, "wall_time_s")
+    if scale is not None:
+        V.choice(scale, "scale", SCALES)
 
     return {
         "scale": scale or current_scale(),
@@ -81,7 +89,8 @@ def provenance(seeds, wall_time_s: float, scale: str | None = None) -> dict:
 
 
 def _check_chapter(chapter: str) -> None:
-    if not isinstance(chapter, str) or not chapter or not chapter.replace("_", "").isalnum():
+    V.instance(chapter, "chapter", str, "a str (the chapter key)")
+    if not chapter or not chapter.replace("_", "").isalnum():
         raise ValueError(f"chapter key must be a non-empty identifier like 'boolean_swaps', got {chapter!r}")
 
 
@@ -129,8 +138,8 @@ def save_results(chapter: str, metrics: dict, *, seeds, wall_time_s: float, conf
     """
     if not isinstance(metrics, dict) or not metrics:
         raise ValueError("metrics must be a non-empty dict")
-    if not np.isfinite(wall_time_s) or wall_time_s < 0:
-        raise ValueError(f"wall_time_s must be a finite non-negative number, got {wall_time_s!r}")
+    wall_time_s = V.nonnegative(wall_time_s, "wall_time_s")
+    seeds = [V.seed(s, "seeds[i]") for s in V.sequence(seeds, "seeds")]
     scale = current_scale()
     path = results_path(chapter, scale, root)
     if scale == "quick":
@@ -170,6 +179,7 @@ def load_results(chapter: str, scale: str = "full", root: Path | None = None) ->
 
 def format_value(value, digits: int = 3) -> str:
     """How a table cell shows a value: ``—`` for missing, ``digits`` significant digits for floats."""
+    digits = V.positive_int(digits, "digits")
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "—"
     if isinstance(value, (bool, np.bool_)):
@@ -183,7 +193,10 @@ def format_value(value, digits: int = 3) -> str:
 
 def markdown_table(header, rows, digits: int = 3) -> str:
     """A Markdown table of computed values (cells formatted by :func:`format_value`, ``|`` escaped)."""
-    header = list(header)
+    header = V.sequence(header, "header", min_len=1)
+    digits = V.positive_int(digits, "digits")
+    if isinstance(rows, (str, bytes)) or not hasattr(rows, "__iter__"):
+        raise V.ArgumentTypeError(f"rows must be an iterable of rows, got {V.describe(rows)}")
     cell = lambda v: format_value(v, digits).replace("|", "\\|").replace("\n", " ")  # noqa: E731
     lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
     for i, row in enumerate(rows):
@@ -196,9 +209,10 @@ def markdown_table(header, rows, digits: int = 3) -> str:
 
 def paper_vs_ours_markdown(rows, digits: int = 3) -> str:
     """The "Paper vs this book" table as Markdown text (see :func:`paper_vs_ours`)."""
-    rows = list(rows)
+    rows = V.sequence(rows, "rows")
+    digits = V.positive_int(digits, "digits")
     if not rows:
-        raise ValueError("paper_vs_ours needs at least one row")
+        raise ValueError("rows: paper_vs_ours needs at least one row")
     for i, row in enumerate(rows):
         if not isinstance(row, dict) or "quantity" not in row:
             raise ValueError(f"row {i} must be a dict with at least a 'quantity' key, got {row!r}")

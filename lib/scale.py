@@ -20,6 +20,8 @@ import os
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
+from lib import validate as V
+
 SCALES = ("quick", "full", "paper")
 SEED_STRIDE = 1000  # seeds of REPRO_SEED=k are k*1000 + i: disjoint from other k for i < 1000
 
@@ -100,6 +102,7 @@ class ChapterScales(Generic[T]):
     paper: T
 
     def __post_init__(self):
+        V.instance(self.chapter, "chapter", str, "a str (the chapter key)")
         if not self.chapter or not self.chapter.replace("_", "").isalnum():
             raise ValueError(f"chapter key must be a non-empty identifier, got {self.chapter!r}")
         kinds = {type(self.quick), type(self.full), type(self.paper)}
@@ -120,6 +123,7 @@ class ChapterScales(Generic[T]):
 
 def banner(chapter: ChapterScales) -> str:
     """A one-paragraph description of the active scale and seeds, printed by every chapter."""
+    V.instance(chapter, "chapter", ChapterScales)
     scale = current_scale()
     return (
         f"Chapter '{chapter.chapter}': scale = {scale!r}, seed offset REPRO_SEED = {seed_offset()}, "

@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import math
 import numbers
-from typing import Iterable, Sequence
+from typing import Iterable
+
+import sys
 
 import numpy as np
-import torch
 
 __all__ = [
     "ArgumentTypeError", "ArgumentValueError", "TrainingDivergedError", "describe", "integer",
@@ -32,6 +33,12 @@ __all__ = [
     "slope", "choice", "boolean", "array", "tensor", "labels", "callable_", "sequence",
     "finite_loss", "instance",
 ]
+
+
+def _is_tensor(value) -> bool:
+    """Whether ``value`` is a torch tensor, without importing torch (``lib.scale`` stays light)."""
+    torch = sys.modules.get("torch")
+    return torch is not None and isinstance(value, torch.Tensor)
 
 
 class ArgumentValueError(ValueError):
@@ -49,7 +56,7 @@ class TrainingDivergedError(FloatingPointError):
 
 def describe(value) -> str:
     """A short description of ``value`` for an error message (type, and shape or repr)."""
-    if isinstance(value, torch.Tensor):
+    if _is_tensor(value):
         return f"tensor of shape {tuple(value.shape)} and dtype {value.dtype}"
     if isinstance(value, np.ndarray):
         return f"array of shape {value.shape} and dtype {value.dtype}"
@@ -75,8 +82,8 @@ def _value_error(name: str, expected: str, value):
 def integer(value, name: str, *, min: int | None = None, max: int | None = None) -> int:
     """``value`` as an ``int`` in ``[min, max]`` (bounds optional). ``bool`` and floats are rejected,
     numpy integers and 0-d integer tensors accepted."""
-    if isinstance(value, torch.Tensor) and value.ndim == 0 and not value.is_floating_point() \
-            and value.dtype != torch.bool:
+    if _is_tensor(value) and value.ndim == 0 and not value.is_floating_point() \
+            and not value.dtype.is_complex and str(value.dtype) != "torch.bool":
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise _type_error(name, "an int", value)
@@ -111,7 +118,7 @@ def real(value, name: str, *, min: float | None = None, max: float | None = None
          min_open: bool = False, max_open: bool = False, finite: bool = True) -> float:
     """``value`` as a ``float`` (finite unless ``finite=False``) within the optional bounds; an open
     bound excludes the endpoint. ``bool``, strings and ``None`` are rejected."""
-    if isinstance(value, (torch.Tensor, np.ndarray)) and value.ndim == 0:
+    if (_is_tensor(value) or isinstance(value, np.ndarray)) and value.ndim == 0:
         value = value.item()
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise _type_error(name, "a real number", value)
@@ -179,10 +186,10 @@ def callable_(value, name: str):
 
 
 def sequence(value, name: str, *, min_len: int = 0) -> list:
-    """``value`` (a list, tuple, range or 1-D array; not a string) as a list of at least ``min_len``
-    items."""
-    if isinstance(value, (str, bytes)) or not isinstance(value, (Sequence, range, np.ndarray)) \
-            or (isinstance(value, np.ndarray) and value.ndim != 1):
+    """``value`` (a list, tuple, range, 1-D array or other iterable; not a string, dict or 0-d array)
+    as a list of at least ``min_len`` items."""
+    if isinstance(value, (str, bytes, dict)) or not hasattr(value, "__iter__") \
+            or (getattr(value, "ndim", 1) == 0):
         raise _type_error(name, "a list or tuple", value)
     value = list(value)
     if len(value) < min_len:
@@ -220,7 +227,7 @@ def array(value, name: str, *, ndim=None, shape=None, finite: bool = True, nonem
     ``ndim``: an int or a tuple of allowed numbers of dimensions; ``shape``: a tuple with ``None`` for
     free axes; ``finite``: no NaN or inf; ``nonempty``: at least one element.
     """
-    if isinstance(value, torch.Tensor):
+    if _is_tensor(value):
         value = value.detach().cpu().numpy()
     if value is None or isinstance(value, (str, bytes, dict, set)):
         raise _type_error(name, "a numeric array", value)
@@ -242,13 +249,15 @@ def array(value, name: str, *, ndim=None, shape=None, finite: bool = True, nonem
 
 
 def tensor(value, name: str, *, ndim=None, shape=None, finite: bool = True, nonempty: bool = True,
-           floating: bool | None = None, convert: bool = False) -> torch.Tensor:
+           floating: bool | None = None, convert: bool = False):
     """``value`` checked as a torch tensor and returned unchanged (no copy, no dtype change).
 
     ``floating``: True requires a floating dtype, False an integer one, None either. With
     ``convert`` a numpy array or nested list is first turned into a tensor (``torch.as_tensor``).
     The finiteness check is one vectorised pass, made once per call.
     """
+    import torch
+
     if convert and not isinstance(value, torch.Tensor) and value is not None \
             and not isinstance(value, (str, bytes)):
         try:
@@ -270,7 +279,7 @@ def tensor(value, name: str, *, ndim=None, shape=None, finite: bool = True, none
 def labels(value, name: str, n_classes: int | None = None, *, n: int | None = None):
     """Class indices (an integer tensor or array, or a float one holding whole numbers) in
     ``[0, n_classes)``; ``n``: the number of rows it must have. Returned unchanged."""
-    data = value.detach().cpu().numpy() if isinstance(value, torch.Tensor) else value
+    data = value.detach().cpu().numpy() if _is_tensor(value) else value
     arr = array(data, name, dtype=None, nonempty=False)
     if np.issubdtype(arr.dtype, np.floating) and not (arr == np.round(arr)).all():
         raise _value_error(name, "whole-number class indices", value)
@@ -288,8 +297,8 @@ def labels(value, name: str, n_classes: int | None = None, *, n: int | None = No
 def finite_loss(loss, step, lr=None, what: str = "loss") -> None:
     """Raise :class:`TrainingDivergedError` if ``loss`` (a float, array or tensor already computed by
     the trainer) holds a NaN or inf, naming ``step`` and the likely cause."""
-    if isinstance(loss, torch.Tensor):
-        bad = not bool(torch.isfinite(loss).all())
+    if _is_tensor(loss):
+        bad = not bool(sys.modules["torch"].isfinite(loss).all())
     else:
         bad = not bool(np.isfinite(np.asarray(loss, dtype=float)).all())
     if bad:
