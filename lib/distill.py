@@ -19,6 +19,7 @@ from typing import Callable
 import numpy as np
 from scipy import optimize, special
 
+from lib import validate as V
 from lib.scale import ChapterScales
 
 __all__ = [
@@ -102,27 +103,10 @@ CONFIGS = ChapterScales(
 
 
 # ----------------------------------------------------------------------------- input checks
-def _array(a, name: str, ndims: tuple[int, ...]) -> np.ndarray:
-    """``a`` as a finite, non-empty float64 array with one of the allowed numbers of dimensions."""
-    arr = np.asarray(a)
-    if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool):
-        raise ValueError(f"{name} must be a numeric array, got dtype {arr.dtype}")
-    if np.iscomplexobj(arr):
-        raise ValueError(f"{name} must be real, got dtype {arr.dtype}")
-    arr = arr.astype(np.float64)
-    if arr.ndim not in ndims:
-        raise ValueError(f"{name} must have {' or '.join(map(str, ndims))} dimensions, got shape {arr.shape}")
-    if arr.size == 0:
-        raise ValueError(f"{name} is empty (shape {arr.shape})")
-    if not np.all(np.isfinite(arr)):
-        raise ValueError(f"{name} contains NaN or inf")
-    return arr
-
-
 def _data_and_weight(X, w, wname: str = "w"):
     """Check a (possibly batched) data matrix and a matching weight vector; returns float64 copies."""
-    X = _array(X, "X", (2, 3))
-    w = _array(w, wname, (1, 2))
+    X = V.array(X, "X", ndim=(2, 3))
+    w = V.array(w, wname, ndim=(1, 2))
     d = X.shape[-1]
     if w.shape[-1] != d:
         raise ValueError(f"{wname} has {w.shape[-1]} entries but the points of X have d={d} "
@@ -133,23 +117,12 @@ def _data_and_weight(X, w, wname: str = "w"):
 
 
 def _labels(y, X) -> np.ndarray:
-    y = _array(y, "y", (1, 2))
+    y = V.array(y, "y", ndim=(1, 2))
     if y.shape != X.shape[:-1]:
         raise ValueError(f"y must have shape {X.shape[:-1]} (one label per row of X), got {y.shape}")
     if np.any(y < 0) or np.any(y > 1):
         raise ValueError("labels y must lie in [0, 1]")
     return y
-
-
-def _positive(value, name: str, integer: bool = False):
-    if integer:
-        if not isinstance(value, (int, np.integer)) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{name} must be a positive integer, got {value!r}")
-        return int(value)
-    value = float(value)
-    if not np.isfinite(value) or value <= 0:
-        raise ValueError(f"{name} must be a positive finite number, got {value!r}")
-    return value
 
 
 def _matvec(X, w):
@@ -175,9 +148,9 @@ def span_projection(X, w) -> np.ndarray:
     Uses an SVD with a rank tolerance, so it is exact also for rank-deficient data (digits) and
     returns ``w`` itself when the rows span R^d (the case n >= d of (5.6)).
     """
-    X = _array(X, "X", (2, 3))
+    X = V.array(X, "X", ndim=(2, 3))
     if X.ndim == 2:  # one data set; w may be one vector (d,) or a stack of vectors (k, d)
-        w = _array(w, "w", (1, 2))
+        w = V.array(w, "w", ndim=(1, 2))
         if w.shape[-1] != X.shape[1]:
             raise ValueError(f"w has {w.shape[-1]} entries but the points of X have d={X.shape[1]} "
                              "(X must be (n, d): rows are points)")
@@ -206,7 +179,7 @@ def span_projection(X, w) -> np.ndarray:
 def soft_labels(X, w_teacher, temperature: float = 1.0) -> np.ndarray:
     """Soft labels ``sigmoid(w_teacher . x / T)`` of the rows of ``X`` (Sec. 5.2). *Batched.*"""
     X, w_teacher = _data_and_weight(X, w_teacher, "w_teacher")
-    return special.expit(_matvec(X, w_teacher) / _positive(temperature, "temperature"))
+    return special.expit(_matvec(X, w_teacher) / V.positive(temperature, "temperature"))
 
 
 def hard_labels(X, w_teacher) -> np.ndarray:
@@ -242,16 +215,16 @@ def default_lr(X, depth: int = 1, target_norm: float | None = None, factor: floa
     For ``depth >= 2`` it is further divided by ``depth * target_norm**(2(depth-1)/depth)``, the
     preconditioner of the induced end-to-end flow (D.22) at the target (Sec. 5.3.1, Thm 5.2).
     """
-    X = _array(X, "X", (2, 3))
-    depth = _positive(depth, "depth", integer=True)
+    X = V.array(X, "X", ndim=(2, 3))
+    depth = V.positive_int(depth, "depth")
     lam = np.linalg.norm(X, ord=2, axis=(-2, -1)) ** 2
     if np.any(lam == 0):
         raise ValueError("X is all zeros: no step size makes sense")
-    lr = _positive(factor, "factor") * 4 * X.shape[-2] / lam
+    lr = V.positive(factor, "factor") * 4 * X.shape[-2] / lam
     if depth > 1:
         if target_norm is None:
             raise ValueError("depth >= 2 needs target_norm (the norm of the expected limit)")
-        lr = lr / (depth * _positive(target_norm, "target_norm") ** (2 * (depth - 1) / depth))
+        lr = lr / (depth * V.positive(target_norm, "target_norm") ** (2 * (depth - 1) / depth))
     return float(lr) if np.ndim(lr) == 0 else lr
 
 
@@ -261,10 +234,10 @@ def gd_linear(X, y, steps: int, lr, w0=None, record: bool = False):
     Returns ``w`` (and the array of all iterates, shape ``(steps + 1, ..., d)``, if ``record``).
     Soft labels give distillation (Thm 5.1); 0/1 labels give the hard-label learner.
     """
-    X = _array(X, "X", (2, 3))
+    X = V.array(X, "X", ndim=(2, 3))
     y = _labels(y, X)
-    steps = _positive(steps, "steps", integer=True)
-    lr = np.asarray(lr, dtype=np.float64)
+    steps = V.positive_int(steps, "steps")
+    lr = V.array(lr, "lr", finite=False)
     if lr.ndim > 1 or (lr.ndim == 1 and (X.ndim != 3 or lr.shape[0] != X.shape[0])):
         raise ValueError(f"lr must be a scalar or one step per transfer set, got shape {lr.shape}")
     if not np.all(np.isfinite(lr)) or np.any(lr <= 0):
@@ -291,9 +264,9 @@ def balanced_rank1_init(w0, depth: int, width: int) -> list[np.ndarray]:
     ``c = ||w0||^(1/L)``; hidden unit vectors are the first basis vectors. Shapes: ``W_1`` is
     ``(width, d)``, middle ones ``(width, width)``, ``W_L`` is ``(1, width)``.
     """
-    w0 = _array(w0, "w0", (1,))
-    depth = _positive(depth, "depth", integer=True)
-    width = _positive(width, "width", integer=True)
+    w0 = V.array(w0, "w0", ndim=(1,))
+    depth = V.positive_int(depth, "depth")
+    width = V.positive_int(width, "width")
     norm = np.linalg.norm(w0)
     if norm == 0:
         raise ValueError("w0 must be nonzero (zero is a stationary point of the deep linear flow)")
@@ -303,8 +276,24 @@ def balanced_rank1_init(w0, depth: int, width: int) -> list[np.ndarray]:
     return [c * np.outer(units[l + 1], units[l]) for l in range(depth)]
 
 
+def _check_factors(factors) -> list:
+    """A non-empty list of finite 2-D factors whose shapes chain (checked, not converted)."""
+    factors = V.sequence(factors, "factors", min_len=1)
+    for l, W in enumerate(factors):
+        W = V.array(W, f"factors[{l}]", ndim=2)
+        if l and W.shape[1] != np.shape(factors[l - 1])[0]:
+            raise V.ArgumentValueError(f"factors[{l}] has {W.shape[1]} columns but factors[{l - 1}] has "
+                                       f"{np.shape(factors[l - 1])[0]} rows")
+    return factors
+
+
 def end_to_end(factors) -> np.ndarray:
     """The end-to-end vector ``w`` with ``w^T = W_L ... W_1`` (5.2)."""
+    return _end_to_end(_check_factors(factors))
+
+
+def _end_to_end(factors) -> np.ndarray:
+    """:func:`end_to_end` without the checks (the inner loop of the deep student)."""
     prod = factors[0]
     for W in factors[1:]:
         prod = W @ prod
@@ -313,6 +302,7 @@ def end_to_end(factors) -> np.ndarray:
 
 def balancedness_defect(factors) -> float:
     """``max_l ||W_{l+1}^T W_{l+1} - W_l W_l^T||_F`` (zero for balanced factors, (5.13))."""
+    factors = _check_factors(factors)
     if len(factors) < 2:
         return 0.0
     return float(max(np.linalg.norm(factors[l + 1].T @ factors[l + 1] - factors[l] @ factors[l].T)
@@ -322,7 +312,7 @@ def balancedness_defect(factors) -> float:
 def _deep_linear_gd(factors, X, y, steps, lr, record):
     """GD on the factors of a deep linear student; dl/dW_l = A_l^T g^T B_l^T with A_l, B_l the
     products above/below layer l and g the end-to-end gradient (D.4)."""
-    path = [end_to_end(factors)] if record else None
+    path = [_end_to_end(factors)] if record else None
     for _ in range(steps):
         if not all(np.all(np.isfinite(W)) for W in factors):
             raise FloatingPointError("gradient descent diverged: lower lr (see default_lr)")
@@ -336,7 +326,7 @@ def _deep_linear_gd(factors, X, y, steps, lr, record):
         g = _grad((above[0] @ factors[0]).ravel(), X, y)
         factors = [W - lr * above[l].T @ g[None, :] @ below[l].T for l, W in enumerate(factors)]
         if record:
-            path.append(end_to_end(factors))
+            path.append(_end_to_end(factors))
     return factors, path
 
 
@@ -353,12 +343,11 @@ def train_linear_student(X, w_teacher, steps: int, lr: float, depth: int = 1, in
     X, w_teacher = _data_and_weight(X, w_teacher, "w_teacher")
     if X.ndim != 2 or w_teacher.ndim != 1:
         raise ValueError("train_linear_student takes one transfer set X of shape (n, d)")
-    steps = _positive(steps, "steps", integer=True)
-    lr = _positive(lr, "lr")
-    depth = _positive(depth, "depth", integer=True)
-    init_scale = float(init_scale)
-    if not np.isfinite(init_scale) or init_scale < 0:
-        raise ValueError(f"init_scale must be a finite number >= 0, got {init_scale!r}")
+    steps = V.positive_int(steps, "steps")
+    lr = V.positive(lr, "lr")
+    depth = V.positive_int(depth, "depth")
+    init_scale = V.nonnegative(init_scale, "init_scale")
+    seed = V.seed(seed)
     if depth > 1 and init_scale == 0:
         raise ValueError("a deep linear student (depth >= 2) needs init_scale > 0: w = 0 is a saddle")
     y = soft_labels(X, w_teacher)
@@ -373,9 +362,9 @@ def train_linear_student(X, w_teacher, steps: int, lr: float, depth: int = 1, in
         history["w0"] = w0
         with np.errstate(over="ignore", invalid="ignore"):
             factors, path = _deep_linear_gd(balanced_rank1_init(w0, depth, width), X, y, steps, lr, True)
-        if not np.all(np.isfinite(end_to_end(factors))):
+        if not np.all(np.isfinite(_end_to_end(factors))):
             raise FloatingPointError("gradient descent diverged: lower lr (see default_lr)")
-        w, path = end_to_end(factors), np.stack(path)
+        w, path = _end_to_end(factors), np.stack(path)
         history["balancedness_defect"] = balancedness_defect(factors)
     history["path"] = path
     return (w, history) if return_history else w
@@ -387,9 +376,9 @@ def predicted_orthogonal_residual(q0: float, r0: float, w_hat_norm: float, depth
     Solves ``q = q0 * ((||w_hat||^2 + q) / r0^2)^((L-1)/L)``, the fixed point reached once the
     in-span part has converged to ``w_hat`` (App. D.3). Returns ``q0`` for ``depth=1``.
     """
-    q0, r0 = float(q0), _positive(r0, "r0")
-    w_hat_norm = _positive(w_hat_norm, "w_hat_norm")
-    depth = _positive(depth, "depth", integer=True)
+    q0, r0 = V.real(q0, "q0"), V.positive(r0, "r0")
+    w_hat_norm = V.positive(w_hat_norm, "w_hat_norm")
+    depth = V.positive_int(depth, "depth")
     if not np.isfinite(q0) or q0 < 0 or q0 > r0 ** 2 * (1 + 1e-12):
         raise ValueError(f"q0 must lie in [0, r0^2], got {q0!r}")
     if depth == 1 or q0 == 0:
@@ -406,8 +395,8 @@ def predicted_orthogonal_residual(q0: float, r0: float, w_hat_norm: float, depth
 
 def d40_bound(r0: float, w_hat_norm: float, depth: int) -> float:
     """Bound (D.40) on ``limsup ||w(t) - w_hat||^2``: ``r0^(2/L) ||w_hat||^2 / (||w_hat||^(2/L) - r0^(2/L))``."""
-    r0, w_hat_norm = _positive(r0, "r0"), _positive(w_hat_norm, "w_hat_norm")
-    depth = _positive(depth, "depth", integer=True)
+    r0, w_hat_norm = V.positive(r0, "r0"), V.positive(w_hat_norm, "w_hat_norm")
+    depth = V.positive_int(depth, "depth")
     if r0 >= w_hat_norm:
         raise ValueError("(D.40) needs r0 = ||w(0)|| < ||w_hat|| (condition (5.11))")
     a, b = r0 ** (2 / depth), w_hat_norm ** (2 / depth)
@@ -416,8 +405,8 @@ def d40_bound(r0: float, w_hat_norm: float, depth: int) -> float:
 
 def init_norm_threshold(eps: float, w_hat_norm: float, depth: int) -> float:
     """Largest admissible ``||w(0)||`` in (5.11): ``min(||w_hat||, eps^L ||w_hat|| / (eps^2 + ||w_hat||^2)^(L/2))``."""
-    eps, w_hat_norm = _positive(eps, "eps"), _positive(w_hat_norm, "w_hat_norm")
-    depth = _positive(depth, "depth", integer=True)
+    eps, w_hat_norm = V.positive(eps, "eps"), V.positive(w_hat_norm, "w_hat_norm")
+    depth = V.positive_int(depth, "depth")
     return min(w_hat_norm, eps ** depth * w_hat_norm / (eps ** 2 + w_hat_norm ** 2) ** (depth / 2))
 
 
@@ -427,9 +416,9 @@ def newton_in_span(X, y, iters: int = 30) -> np.ndarray:
 
     Useful where plain GD is slow (ill-conditioned angle tasks, Sec. 5.4.1). One set ``X (n, d)``.
     """
-    X = _array(X, "X", (2,))
+    X = V.array(X, "X", ndim=(2,))
     y = _labels(y, X)
-    iters = _positive(iters, "iters", integer=True)
+    iters = V.positive_int(iters, "iters")
     basis = _span_basis(X)
     Z = X @ basis.T  # coordinates of the points in the span
     c = np.zeros(basis.shape[0])
@@ -480,9 +469,7 @@ def w_delta(X, w_hat, delta: float, g) -> np.ndarray:
     span (Sec. 5.4.2): a zero-loss minimiser with less optimisation bias. *Batched.*"""
     X, w_hat = _data_and_weight(X, w_hat, "w_hat")
     _, g = _data_and_weight(X, g, "g")
-    delta = float(delta)
-    if not np.isfinite(delta):
-        raise ValueError("delta must be finite")
+    delta = V.real(delta, "delta")
     q = g - span_projection(X, g)
     qn = np.linalg.norm(q, axis=-1, keepdims=True)
     if np.any(qn <= 1e-12 * np.linalg.norm(g, axis=-1, keepdims=True)):
@@ -493,13 +480,13 @@ def w_delta(X, w_hat, delta: float, g) -> np.ndarray:
 # ----------------------------------------------------------------------------- angle tasks and risk
 def poly_angle_quantile(kappa: float) -> Callable[[np.ndarray], np.ndarray]:
     """Quantile of the angle ``a`` with ``P[a >= theta] = (1 - 2 theta / pi)^kappa`` (Sec. 5.4.1)."""
-    kappa = _positive(kappa, "kappa")
+    kappa = V.positive(kappa, "kappa")
     return lambda u: np.pi / 2 * (1 - np.asarray(u, dtype=float) ** (1 / kappa))
 
 
 def margin_angle_quantile(beta0: float) -> Callable[[np.ndarray], np.ndarray]:
     """Quantile of ``a ~ U[0, beta0]``: a task with angular margin ``pi/2 - beta0`` (Cor. 5.1)."""
-    beta0 = _positive(beta0, "beta0")
+    beta0 = V.positive(beta0, "beta0")
     if beta0 > np.pi / 2:
         raise ValueError(f"beta0 must lie in (0, pi/2], got {beta0}")
     return lambda u: beta0 * np.asarray(u, dtype=float)
@@ -509,12 +496,12 @@ def reverse_cdf(theta, kappa: float | None = None, beta0: float | None = None) -
     """``p(theta) = P[angle(w_*, x) >= theta]`` (5.17) of the polynomial (kappa) or margin (beta0) task."""
     if (kappa is None) == (beta0 is None):
         raise ValueError("give exactly one of kappa and beta0")
-    theta = _array(theta, "theta", (0, 1))
+    theta = V.array(theta, "theta", ndim=(0, 1))
     if np.any(theta < 0) or np.any(theta > np.pi / 2 + 1e-12):
         raise ValueError("theta must lie in [0, pi/2]")
     if kappa is not None:
-        return np.clip(1 - 2 * theta / np.pi, 0, 1) ** _positive(kappa, "kappa")
-    beta0 = _positive(beta0, "beta0")
+        return np.clip(1 - 2 * theta / np.pi, 0, 1) ** V.positive(kappa, "kappa")
+    beta0 = V.positive(beta0, "beta0")
     return np.clip(1 - theta / beta0, 0, 1)
 
 
@@ -524,13 +511,15 @@ def sample_angle_task(n: int, d: int, quantile, rng, w_teacher, size: int | None
     ``a = quantile(U)``, ``u`` uniform on the unit sphere of the complement of ``w_teacher``,
     ``nu ~ N(0, 1)``. Returns ``(n, d)`` or, with ``size=T``, ``(T, n, d)``.
     """
-    n, d = _positive(n, "n", integer=True), _positive(d, "d", integer=True)
+    n, d = V.positive_int(n, "n"), V.positive_int(d, "d")
     if d < 2:
         raise ValueError("angle tasks need d >= 2")
-    w_teacher = _array(w_teacher, "w_teacher", (1,))
+    w_teacher = V.array(w_teacher, "w_teacher", ndim=(1,))
     if w_teacher.size != d or not np.any(w_teacher):
         raise ValueError(f"w_teacher must be a nonzero vector of length d={d}")
-    shape = (n,) if size is None else (_positive(size, "size", integer=True), n)
+    shape = (n,) if size is None else (V.positive_int(size, "size"), n)
+    V.callable_(quantile, "quantile")
+    V.instance(rng, "rng", np.random.Generator, "a numpy Generator (np.random.default_rng(seed))")
     e = w_teacher / np.linalg.norm(w_teacher)
     a = quantile(rng.random(shape))
     u = rng.standard_normal(shape + (d,))
@@ -543,8 +532,8 @@ def sample_angle_task(n: int, d: int, quantile, rng, w_teacher, size: int | None
 def _cos_sin(u, v):
     """Cosine and sine of the angle between (stacks of) vectors; the sine from the orthogonal part,
     so that small angles are accurate (arccos of a cosine is not, near 0)."""
-    u = _array(u, "u", (1, 2))
-    v = _array(v, "v", (1, 2))
+    u = V.array(u, "u", ndim=(1, 2))
+    v = V.array(v, "v", ndim=(1, 2))
     if u.shape[-1] != v.shape[-1]:
         raise ValueError(f"vectors of different lengths: {u.shape} and {v.shape}")
     nu, nv = np.linalg.norm(u, axis=-1), np.linalg.norm(v, axis=-1)
@@ -577,8 +566,9 @@ def transfer_risk_exact(w, w_teacher, d: int, quantile, ngrid: int = 4000) -> np
     ``p(pi/2 - phi) / 2`` for ``d = 2``. Midpoint quadrature over ``ngrid`` quantile levels.
     Accepts a stack of students ``w`` of shape ``(T, d)``.
     """
-    d = _positive(d, "d", integer=True)
-    ngrid = _positive(ngrid, "ngrid", integer=True)
+    d = V.positive_int(d, "d")
+    ngrid = V.positive_int(ngrid, "ngrid")
+    V.callable_(quantile, "quantile")
     if d < 2:
         raise ValueError("angle tasks need d >= 2")
     phi = np.atleast_1d(signed_angle(w, w_teacher))
@@ -606,9 +596,9 @@ def transfer_risk_exact(w, w_teacher, d: int, quantile, ngrid: int = 4000) -> np
 def transfer_risk_mc(w, w_teacher, X_test) -> np.ndarray:
     """Monte-Carlo transfer risk: fraction of test rows where ``1{w.x>=0}`` and the teacher disagree.
     Accepts a stack of students ``w`` of shape ``(T, d)``."""
-    X_test = _array(X_test, "X_test", (2,))
-    w = _array(w, "w", (1, 2))
-    w_teacher = _array(w_teacher, "w_teacher", (1,))
+    X_test = V.array(X_test, "X_test", ndim=(2,))
+    w = V.array(w, "w", ndim=(1, 2))
+    w_teacher = V.array(w_teacher, "w_teacher", ndim=(1,))
     if w.shape[-1] != X_test.shape[1] or w_teacher.size != X_test.shape[1]:
         raise ValueError("w, w_teacher and the rows of X_test must have the same length")
     teacher = X_test @ w_teacher >= 0
@@ -621,8 +611,9 @@ def transfer_risk_mc(w, w_teacher, X_test) -> np.ndarray:
 def risk_bound_519(p_fn, n: int, nbeta: int = 2001, tight: bool = False) -> float:
     """Thm 5.3 bound ``min_beta p(beta) + p(pi/2 - beta)^n`` (5.19) on a beta grid; ``tight=True``
     uses the proof's sharper ``p(beta) + (1 - p(beta)) p(pi/2 - beta)^n`` (App. D.4)."""
-    n = _positive(n, "n", integer=True)
-    nbeta = _positive(nbeta, "nbeta", integer=True)
+    n = V.positive_int(n, "n")
+    nbeta = V.positive_int(nbeta, "nbeta")
+    V.callable_(p_fn, "p_fn")
     beta = np.linspace(0, np.pi / 2, nbeta)
     pb, pc = np.asarray(p_fn(beta), float), np.asarray(p_fn(np.pi / 2 - beta), float)
     if pb.shape != beta.shape or not np.all(np.isfinite(pb)):
@@ -632,16 +623,14 @@ def risk_bound_519(p_fn, n: int, nbeta: int = 2001, tight: bool = False) -> floa
 
 def cor51_bound(gamma: float, n: int) -> float:
     """Cor. 5.1 (large margin): ``gamma^n`` with ``gamma = p(pi/2 - beta)`` where ``p(beta) = 0``."""
-    gamma = float(gamma)
-    if not 0 <= gamma <= 1:
-        raise ValueError(f"gamma must lie in [0, 1], got {gamma!r}")
-    return gamma ** _positive(n, "n", integer=True)
+    gamma = V.real(gamma, "gamma", min=0.0, max=1.0)
+    return gamma ** V.positive_int(n, "n")
 
 
 def cor52_bound(kappa: float, n: int) -> float:
     """Cor. 5.2 (polynomial p): ``(1 + (log n)^kappa) / n^kappa`` (5.21)."""
-    kappa = _positive(kappa, "kappa")
-    n = _positive(n, "n", integer=True)
+    kappa = V.positive(kappa, "kappa")
+    n = V.positive_int(n, "n")
     return (1 + np.log(n) ** kappa) / n ** kappa
 
 
@@ -649,12 +638,11 @@ def cor52_bound(kappa: float, n: int) -> float:
 def monotonicity_counts(angle_before, angle_after, tie_tol: float = 1e-7) -> dict:
     """Fractions of added points that decrease / leave (within ``tie_tol``) / increase the angle to the
     teacher; ``p_dec`` is the monotonicity index m of (5.34) with ties counted as no decrease."""
-    before = _array(angle_before, "angle_before", (1,))
-    after = _array(angle_after, "angle_after", (1,))
+    before = V.array(angle_before, "angle_before", ndim=(1,))
+    after = V.array(angle_after, "angle_after", ndim=(1,))
     if before.shape != after.shape:
         raise ValueError(f"angle arrays differ in shape: {before.shape} vs {after.shape}")
-    if not np.isfinite(tie_tol) or tie_tol < 0:
-        raise ValueError("tie_tol must be a finite number >= 0")
+    tie_tol = V.nonnegative(tie_tol, "tie_tol")
     diff = after - before
     return {"p_dec": float(np.mean(diff < -tie_tol)), "p_tie": float(np.mean(np.abs(diff) <= tie_tol)),
             "p_inc": float(np.mean(diff > tie_tol))}

@@ -212,7 +212,7 @@ def _check_shape(name: str, shape, ndim, want, nonempty: bool, value) -> None:
     if ndim is not None:
         ndims = (ndim,) if isinstance(ndim, int) else tuple(ndim)
         if len(shape) not in ndims:
-            raise _value_error(name, f"a {' or '.join(f'{d}-D' for d in ndims)} array", value)
+            raise _value_error(name, f"an array with {' or '.join(map(str, ndims))} dimensions", value)
     if want is not None and not _shape_ok(tuple(shape), tuple(want)):
         raise _value_error(name, f"an array of shape {_shape_text(want)}", value)
     if nonempty and math.prod(shape) == 0:
@@ -237,7 +237,7 @@ def array(value, name: str, *, ndim=None, shape=None, finite: bool = True, nonem
         raise _type_error(name, f"a numeric array ({e})", value) from None
     if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool) \
             or np.iscomplexobj(arr):
-        raise _type_error(name, "an array of real numbers", arr)
+        raise _type_error(name, "a numeric array of real numbers", arr)
     _check_shape(name, arr.shape, ndim, shape, nonempty, arr)
     if finite and np.issubdtype(arr.dtype, np.floating) and not np.isfinite(arr).all():
         raise _value_error(name, "finite (no NaN or inf)", arr)
