@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import linear_sum_assignment
 
+from lib import validate as V
 from lib.linear_regions import polygon_area as _area
 from lib.linear_regions import regions_2d
 from lib.nets import as_float64_inputs as _check_X
@@ -76,16 +77,14 @@ def widths_of(params) -> list[int]:
 def random_network(widths, seed: int, bias_std: float = 0.5) -> list[tuple[np.ndarray, np.ndarray]]:
     """A He-normal network with ``N(0, bias_std^2)`` biases (the 'typical' nets of the chapter)."""
     widths = _check_widths(widths, non_increasing=False)
+    seed, bias_std = V.seed(seed), V.nonnegative(bias_std, "bias_std")
     rng = np.random.default_rng(seed)
     return [(rng.normal(0.0, np.sqrt(2.0 / a), (b_, a)), rng.normal(0.0, bias_std, b_))
             for a, b_ in zip(widths[:-1], widths[1:])]
 
 
 def _check_widths(widths, non_increasing: bool) -> list[int]:
-    try:
-        widths = [int(w) for w in widths]
-    except (TypeError, ValueError):
-        raise ValueError(f"widths must be a sequence of positive ints, got {widths!r}") from None
+    widths = [V.positive_int(w, "widths[i]") for w in V.sequence(widths, "widths")]
     if len(widths) < 2 or min(widths) < 1:
         raise ValueError(f"widths must have >= 2 positive entries (d_0, ..., d_L), got {widths}")
     if non_increasing:
@@ -106,6 +105,7 @@ def apply_symmetry(params, perms, scales):
     """
     params = _check_params(params)
     hidden = [W.shape[0] for W, _ in params[:-1]]
+    perms, scales = V.sequence(perms, "perms"), V.sequence(scales, "scales")
     if len(perms) != len(hidden) or len(scales) != len(hidden):
         raise ValueError(f"need one permutation and one scale vector per hidden layer ({len(hidden)})")
     out, prev_p, prev_m = [], None, None
@@ -128,6 +128,7 @@ def apply_symmetry(params, perms, scales):
 def random_symmetry(params, seed: int, log_std: float = 0.5):
     """Random permutations and log-normal positive scales, one per hidden layer: ``(perms, scales)``."""
     params = _check_params(params)
+    seed, log_std = V.seed(seed), V.nonnegative(log_std, "log_std")
     rng = np.random.default_rng(seed)
     hidden = [W.shape[0] for W, _ in params[:-1]]
     return ([rng.permutation(d) for d in hidden], [np.exp(rng.normal(0.0, log_std, d)) for d in hidden])
@@ -161,7 +162,7 @@ def align(params_a, params_b):
     ``scales[l][j]`` the least-squares factor ``M_l`` (negative if the unit is flipped), and
     ``max_err`` the max abs difference between the canonical forms of ``b`` and of ``a`` permuted.
     """
-    a, b = _check_params(params_a), _check_params(params_b)
+    a, b = _check_params(params_a, "params_a"), _check_params(params_b, "params_b")
     if widths_of(a) != widths_of(b):
         raise ValueError(f"architectures differ: {widths_of(a)} vs {widths_of(b)}")
     ca, cb = canonicalize(a), canonicalize(b)
@@ -194,9 +195,9 @@ def align(params_a, params_b):
 
 def equivalent(params_a, params_b, atol: float = 1e-6) -> bool:
     """True iff ``b`` equals ``a`` up to permutations and *positive* scalings (eq. 2.5), within ``atol``."""
-    if not (isinstance(atol, (int, float)) and atol >= 0):
-        raise ValueError(f"atol must be a non-negative number, got {atol!r}")
-    if widths_of(params_a) != widths_of(params_b):
+    atol = V.nonnegative(atol, "atol")
+    a, b = _check_params(params_a, "params_a"), _check_params(params_b, "params_b")
+    if [W.shape for W, _ in a] != [W.shape for W, _ in b]:
         return False
     _, scales, err = align(params_a, params_b)
     return bool(err <= atol and all(np.all(m > 0) for m in scales))
@@ -232,6 +233,7 @@ def param_jacobian(params, X, alpha: float = 0.0) -> np.ndarray:
 
 def jacobian_rank(params, X, rel_tol: float = 1e-9, alpha: float = 0.0) -> tuple[int, int]:
     """``(rank J, #theta - sum_{l<L} d_l)``: the functional dimension and its bound under P/M symmetry."""
+    rel_tol = V.positive(rel_tol, "rel_tol")
     J = param_jacobian(params, X, alpha)
     s = np.linalg.svd(J, compute_uv=False)
     rank = int((s > rel_tol * s[0]).sum()) if s[0] > 0 else 0
@@ -484,6 +486,7 @@ def check_general(params, domain=(-1, 1), max_products: int = 1 << 14) -> dict:
     Each condition holds if its margin exceeds 1e-9.
     """
     params = _check_params(params)
+    max_products = V.positive_int(max_products, "max_products")
     widths = widths_of(params)
     L = len(params)
     n_prod = sum(2 ** sum(widths[k:l + 1]) for k in range(1, L + 1) for l in range(k, L + 1))
@@ -570,6 +573,7 @@ def check_transparent(params, domain=(-1, 1), n_samples: int = 20000, seed: int 
     """
     params = _check_params(params)
     lo, hi = _check_domain(domain)
+    n_samples, seed = V.positive_int(n_samples, "n_samples"), V.seed(seed)
     d0 = params[0][0].shape[1]
     if d0 == 2:
         widths = widths_of(params)
@@ -605,8 +609,7 @@ def identifiable_network(widths, seed: int, domain=(-1, 1), max_tries: int = 500
     """
     widths = _check_widths(widths, non_increasing=True)
     lo, hi = _check_domain(domain)
-    if not isinstance(seed, (int, np.integer)) or isinstance(seed, bool):
-        raise ValueError(f"seed must be an int, got {seed!r}")
+    seed, max_tries = V.seed(seed), V.positive_int(max_tries, "max_tries")
     rng = np.random.default_rng(int(seed))
     d0 = widths[0]
     corners = np.array(list(itertools.product((lo, hi), repeat=d0)), dtype=np.float64)
@@ -663,8 +666,7 @@ class CountingOracle:
     """Wraps a black box ``f`` and counts the inputs it is queried on (``n_queries``)."""
 
     def __init__(self, f):
-        if not callable(f):
-            raise ValueError("f must be callable")
+        V.callable_(f, "f")
         self.f, self.n_queries, self.n_calls = f, 0, 0
 
     def __call__(self, X):
@@ -991,12 +993,11 @@ def recover(f, input_dim: int, domain=(-1, 1), seed: int = 0, *, n_lines: int = 
     deeper folds masquerading as hyperplanes fool, Fig. 2.2). Wrap ``f`` in :class:`CountingOracle`
     to count queries.
     """
-    if not callable(f):
-        raise ValueError("f must be callable")
-    if not isinstance(input_dim, (int, np.integer)) or isinstance(input_dim, bool) or input_dim < 1:
-        raise ValueError(f"input_dim must be a positive int, got {input_dim!r}")
-    if not isinstance(n_lines, int) or n_lines < 1:
-        raise ValueError(f"n_lines must be a positive int, got {n_lines!r}")
+    V.callable_(f, "f")
+    input_dim = V.positive_int(input_dim, "input_dim")
+    n_lines = V.positive_int(n_lines, "n_lines")
+    seed = V.seed(seed)
+    max_layers, max_attempts = V.positive_int(max_layers, "max_layers"), V.positive_int(max_attempts, "max_attempts")
     domain = _check_domain(domain)
     return _Recoverer(f, int(input_dim), domain, seed, n_lines, subset_search, max_layers,
                       max_attempts).run()
@@ -1023,8 +1024,7 @@ def counterexample(name: str, delta: float = 0.1):
     * ``leaky_sign_flip``: the sign flip for leaky ReLU (``alpha = 0.1``), where
       ``rho(-u) = rho(u) - (1 + alpha) u``.
     """
-    if name not in COUNTEREXAMPLES:
-        raise ValueError(f"unknown counterexample {name!r}; choose from {COUNTEREXAMPLES}")
+    V.choice(name, "name (the counterexample)", COUNTEREXAMPLES)
     if not (isinstance(delta, (int, float)) and 0 < abs(delta) <= 0.5):
         raise ValueError(f"delta must be a non-zero number with |delta| <= 0.5, got {delta!r}")
     A = lambda *rows: np.array(rows, dtype=np.float64)

@@ -225,54 +225,32 @@ class BatchedMLP(torch.nn.Module):
 # exactly (no autograd, no float32): forward pass, hidden pre-activations and activation patterns.
 # ``alpha > 0`` gives leaky ReLU; a unit is *active* where its pre-activation is >= 0.
 
-def as_float64_params(params) -> list:
-    """Validate a network and return it as float64 numpy copies; ValueError with a clear message if bad."""
-    if not isinstance(params, (list, tuple)) or len(params) == 0:
-        raise ValueError("params must be a non-empty list of (W, b) pairs")
+def as_float64_params(params, name: str = "params") -> list:
+    """Validate a network and return it as float64 numpy copies (numpy or torch layers); a
+    ValueError/TypeError naming ``name`` (e.g. ``params_a``) and the layer if bad."""
+    layers = V.sequence(params, name, min_len=1)
     out, prev = [], None
-    for l, layer in enumerate(params, start=1):
+    for l, layer in enumerate(layers, start=1):
         if not isinstance(layer, (list, tuple)) or len(layer) != 2:
-            raise ValueError(f"layer {l} must be a (W, b) pair")
-        try:
-            W = np.array(_as_numpy(layer[0]), dtype=np.float64)
-            b = np.array(_as_numpy(layer[1]), dtype=np.float64)
-        except (TypeError, ValueError):
-            raise ValueError(f"layer {l}: W and b must be real numeric arrays") from None
-        if W.ndim != 2 or W.shape[0] == 0 or W.shape[1] == 0:
-            raise ValueError(f"layer {l}: W must be a non-empty 2-D array, got shape {W.shape}")
-        if b.shape != (W.shape[0],):
-            raise ValueError(f"layer {l}: b must have shape ({W.shape[0]},), got {b.shape}")
+            raise V.ArgumentTypeError(f"{name}: layer {l} must be a (W, b) pair, got {V.describe(layer)}")
+        W = np.array(V.array(layer[0], f"{name}: layer {l} W", ndim=2))
+        b = np.array(V.array(layer[1], f"{name}: layer {l} b", shape=(W.shape[0],)))
         if prev is not None and W.shape[1] != prev:
-            raise ValueError(f"layer {l}: W has {W.shape[1]} columns but layer {l - 1} has {prev} units")
-        if not (np.all(np.isfinite(W)) and np.all(np.isfinite(b))):
-            raise ValueError(f"layer {l}: parameters contain NaN or infinite values")
+            raise V.ArgumentValueError(f"{name}: layer {l}: W has {W.shape[1]} columns but layer {l - 1} "
+                                       f"has {prev} units")
         out.append((W, b))
         prev = W.shape[0]
     return out
 
 
-def _as_numpy(a):
-    return a.detach().cpu().numpy() if isinstance(a, torch.Tensor) else a
-
-
 def as_float64_inputs(X, d0: int) -> np.ndarray:
     """Validate an input batch of shape ``(n, d0)`` (n >= 1, finite) and return it as float64."""
-    try:
-        X = np.asarray(_as_numpy(X), dtype=np.float64)
-    except (TypeError, ValueError):
-        raise ValueError("X must be a real numeric array") from None
-    if X.ndim != 2 or X.shape[1] != d0 or X.shape[0] == 0:
-        raise ValueError(f"X must have shape (n, {d0}) with n >= 1, got {X.shape}")
-    if not np.all(np.isfinite(X)):
-        raise ValueError("X contains NaN or infinite values")
-    return X
+    return V.array(X, "X", shape=(None, d0))
 
 
 def check_leak(alpha) -> float:
     """The leaky-ReLU slope ``alpha`` in [0, 1) (0: plain ReLU)."""
-    if not (isinstance(alpha, (int, float)) and 0.0 <= alpha < 1.0):
-        raise ValueError(f"alpha (leaky-ReLU slope) must be a number in [0, 1), got {alpha!r}")
-    return float(alpha)
+    return V.slope(alpha, "alpha (leaky-ReLU slope)")
 
 
 def leaky_np(U: np.ndarray, alpha: float) -> np.ndarray:
