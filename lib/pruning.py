@@ -22,13 +22,15 @@ import numpy as np
 import torch
 
 from lib import boolean as B
+from lib import validate as V
 from lib.train import train_minibatch
 
 
 def wilson_interval(successes: int, trials: int, z: float = 1.96) -> tuple[float, float]:
     """Wilson score interval for a binomial proportion (used for the quoted rates of §3.4.4)."""
-    if not isinstance(trials, (int, np.integer)) or trials < 1:
-        raise ValueError(f"trials must be a positive int, got {trials!r}")
+    trials = V.positive_int(trials, "trials")
+    successes = V.nonnegative_int(successes, "successes")
+    z = V.positive(z, "z")
     if not 0 <= successes <= trials:
         raise ValueError(f"need 0 <= successes <= trials, got {successes!r} of {trials!r}")
     p = successes / trials
@@ -51,6 +53,7 @@ def wide_pruning_cell(n: int, width: int, parents: int, epochs: int, finetune_ep
     """
     if not isinstance(n, int) or not 1 <= n <= 12:
         raise ValueError(f"n must be an int in 1..12, got {n!r}")
+    finetune_epochs = V.positive_int(finetune_epochs, "finetune_epochs")
     res = B.prune_and_finetune(B.parity_table(n), width, alpha, parents, epochs, lr=lr, seed=seed,
                                max_width=width, progress=progress, finetune_epochs=finetune_epochs,
                                record=False, stop_at_first=True)
@@ -76,6 +79,11 @@ def wide_pruning_table(widths, ns, parents: int, epochs: int, finetune_epochs: i
     """
     from tqdm.auto import tqdm
 
+    widths = [V.positive_int(w, "widths[i]") for w in V.sequence(widths, "widths")]
+    ns = [V.positive_int(n, "ns[i]") for n in V.sequence(ns, "ns")]
+    V.callable_(seed_of, "seed_of")
+    V.positive_int(finetune_epochs, "finetune_epochs")
+    V.positive(lr, "lr")
     cells = [(w, n) for w in widths for n in ns if n <= w + 1]
     if not cells:
         raise ValueError(f"no cell with n <= width + 1 in widths {widths!r}, ns {ns!r}")
@@ -100,8 +108,8 @@ class MaskedMLP(B.StackedMLP):
     """
 
     def __init__(self, n_in: int, width: int, depth: int, n_nets: int, alpha: float, seed: int):
-        if not isinstance(depth, int) or depth < 1:
-            raise ValueError(f"depth must be a positive int, got {depth!r}")
+        depth = V.positive_int(depth, "depth")
+        n_in, width = V.positive_int(n_in, "n_in"), V.positive_int(width, "width")
         super().__init__([n_in] + [width] * depth + [1], n_nets, alpha, seed)
         self.mask = torch.ones(depth, width, n_nets)
         self.linear = torch.zeros(depth, n_nets, dtype=torch.bool)
@@ -158,6 +166,12 @@ def fit_masked(model: MaskedMLP, X: torch.Tensor, y: torch.Tensor, epochs: int, 
 
     Returns (solved: (N,) bool, 100% accuracy at the end; loss: (N,) final mean BCE).
     """
+    V.instance(model, "model", MaskedMLP)
+    V.tensor(X, "X", floating=True, shape=(None, model.widths[0]))
+    V.tensor(y, "y", floating=True)
+    if y.numel() != X.shape[0]:
+        raise V.ArgumentValueError(f"y must hold one label per row of X ({X.shape[0]}), got {V.describe(y)}")
+    epochs, lr = V.positive_int(epochs, "epochs"), V.positive(lr, "lr")
     Y = y.reshape(-1, 1).expand(-1, model.B).contiguous()
     B._fit(model, X, Y, epochs, lr, desc, progress)
     out = model.forward(X)
@@ -165,9 +179,18 @@ def fit_masked(model: MaskedMLP, X: torch.Tensor, y: torch.Tensor, epochs: int, 
     return ((out > 0) == (Y > 0.5)).all(0), loss
 
 
+def _check_mask(mask, linear) -> None:
+    V.tensor(mask, "mask", ndim=2)
+    V.tensor(linear, "linear", shape=(mask.shape[0],), nonempty=False)
+    if not bool(((mask == 0) | (mask == 1)).all()):
+        raise V.ArgumentValueError(f"mask must hold only 0 and 1, got {V.describe(mask)}")
+
+
 def architecture(mask: torch.Tensor, linear: torch.Tensor, n_in: int) -> tuple:
     """The widths (input, hidden..., 1) of one masked net (``mask`` (depth, w), ``linear`` (depth,))
     after merging its linear layers away."""
+    _check_mask(mask, linear)
+    n_in = V.positive_int(n_in, "n_in")
     hidden = [int(m.sum()) for m, lin in zip(mask, linear) if not lin]
     return (n_in, *hidden, 1)
 
@@ -176,8 +199,8 @@ def pruned_network(model: MaskedMLP, net: int) -> list:
     """Net ``net`` of ``model`` as an explicit ``[(W, b), ...]`` (W of shape (out, in), the convention
     of :func:`lib.boolean.network_output`): dead units dropped, linear layers merged into the next
     layer. Computes exactly the same function on every input (Table 3.5's reported architectures)."""
-    if not 0 <= net < model.B:
-        raise ValueError(f"net index must be in [0, {model.B}), got {net!r}")
+    V.instance(model, "model", MaskedMLP)
+    net = V.integer(net, "net (index)", min=0, max=model.B - 1)
     Ws = [W[..., net].double() for W in model.params[::2]]
     bs = [b[..., net].double() for b in model.params[1::2]]
     P, q = torch.eye(model.widths[0], dtype=torch.float64), torch.zeros(model.widths[0], dtype=torch.float64)
@@ -198,6 +221,7 @@ def pruned_network(model: MaskedMLP, net: int) -> list:
 def removal_candidates(mask: torch.Tensor, linear: torch.Tensor) -> list:
     """Every single removal allowed in one net: ("node", layer, unit) for a live unit of a nonlinear
     layer with >= 2 live units, and ("layer", layer) for a nonlinear layer when >= 2 remain."""
+    _check_mask(mask, linear)
     live_layers = [l for l in range(len(linear)) if not linear[l]]
     out = []
     for l in live_layers:
@@ -227,6 +251,7 @@ def deep_prune(n: int, width: int, depth: int, trainings: int, prunings: int, ep
 
     if not isinstance(n, int) or not 1 <= n <= 12:
         raise ValueError(f"n must be an int in 1..12, got {n!r}")
+    lr, seed = V.positive(lr, "lr"), V.seed(seed)
     for name, v in (("trainings", trainings), ("prunings", prunings), ("epochs", epochs),
                     ("finetune_epochs", finetune_epochs)):
         if not isinstance(v, int) or v < 1:
@@ -286,8 +311,13 @@ def deep_prune(n: int, width: int, depth: int, trainings: int, prunings: int, ep
     return {"trained_solved": trained_solved, "runs": runs}
 
 
+def _check_arch(arch) -> list:
+    return [V.positive_int(w, "arch[i]") for w in V.sequence(arch, "arch (widths input, ..., output)", min_len=2)]
+
+
 def architecture_size(arch) -> tuple:
     """Sort key for pruned architectures: (hidden nodes, hidden layers)."""
+    arch = _check_arch(arch)
     return (sum(arch[1:-1]), len(arch) - 2)
 
 
@@ -295,6 +325,7 @@ def parity_bound_ok(arch) -> bool:
     """Whether the saw-tooth construction (Theorem 3.3.4 / its product form) reaches n-parity with
     these hidden widths: prod(widths) >= n, the number of linear pieces a composition of saw-tooths
     of w_1, ..., w_l units can alternate through (2x2 handles n <= 4)."""
+    arch = _check_arch(arch)
     return math.prod(arch[1:-1]) >= arch[0]
 
 
@@ -319,6 +350,7 @@ class PrunableCNN(torch.nn.Module):
                 raise ValueError(f"{name} must be a positive int, got {v!r}")
         if image_size < 8:
             raise ValueError(f"image_size must be >= 8 (three 2x2 pools), got {image_size}")
+        seed = V.seed(seed)
         side = image_size // 8
         with torch.random.fork_rng(devices=[]):  # PyTorch-default init, seeded without touching the global RNG
             torch.manual_seed(int(seed))
@@ -369,6 +401,9 @@ class PrunableCNN(torch.nn.Module):
 
 def as_images(X: torch.Tensor, image_size: int | None = None) -> torch.Tensor:
     """Images as (N, C, H, W): flat 8x8 digits (N, 64) and MNIST (N, 28, 28) gain a channel axis."""
+    V.tensor(X, "X", ndim=(2, 3, 4), floating=True)
+    if image_size is not None:
+        image_size = V.positive_int(image_size, "image_size")
     if X.ndim == 2:
         side = image_size or int(round(math.sqrt(X.shape[1])))
         if side * side != X.shape[1]:
@@ -387,17 +422,37 @@ def train_cnn(model: PrunableCNN, X: torch.Tensor, y: torch.Tensor, epochs: int,
     """Minibatch SGD with cross-entropy (thesis §3.4.5: lr 0.001, batch 40, momentum 0.9, weight decay
     1e-4, 30 epochs) through :func:`lib.train.train_minibatch`; masked weights and channels stay zero
     (the masks act in the forward pass). Returns the mean loss of every epoch."""
-    if X.shape[0] != y.shape[0] or X.ndim != 4:
-        raise ValueError(f"need images (N, C, H, W) and N labels, got {tuple(X.shape)}, {tuple(y.shape)}")
+    _check_images(model, X, y)
     hist = train_minibatch(model, X, y, torch.nn.functional.cross_entropy, epochs, batch_size, lr, seed=seed,
                            optimizer="sgd", momentum=momentum, weight_decay=weight_decay, progress=progress,
                            desc=desc)
     return hist.loss
 
 
+def _check_images(model, X, y, xname: str = "X", yname: str = "y") -> None:
+    """A model, finite images (N, C, H, W) and N integer labels in [0, classes) (once per call)."""
+    V.instance(model, "model", torch.nn.Module, "a torch.nn.Module")
+    V.tensor(X, xname, ndim=4, floating=True)
+    V.tensor(y, yname, ndim=1, floating=False)
+    if X.shape[0] != y.shape[0]:
+        raise V.ArgumentValueError(f"{yname} must hold one label per image of {xname} ({X.shape[0]}), "
+                                   f"got {V.describe(y)}")
+    classes = getattr(getattr(model, "fc", None), "out_features", None)
+    V.labels(y, yname, classes)
+
+
 @torch.no_grad()
 def evaluate(model: torch.nn.Module, X: torch.Tensor, y: torch.Tensor, batch_size: int = 2000) -> tuple:
-    """(mean cross-entropy, accuracy) of ``model`` on (X, y)."""
+    """(mean cross-entropy, accuracy) of ``model`` on (X, y): finite inputs, integer labels in
+    ``[0, classes)``; the first batch's outputs give the number of classes of a model without ``fc``."""
+    V.instance(model, "model", torch.nn.Module, "a torch.nn.Module")
+    V.tensor(X, "X", floating=True)
+    V.tensor(y, "y", ndim=1, floating=False)
+    if X.ndim == 0 or X.shape[0] != y.shape[0]:
+        raise V.ArgumentValueError(f"y must hold one label per row of X ({X.shape[0] if X.ndim else 0}), "
+                                   f"got {V.describe(y)}")
+    V.labels(y, "y", getattr(getattr(model, "fc", None), "out_features", None))
+    batch_size = V.positive_int(batch_size, "batch_size")
     model.eval()
     loss, correct = 0.0, 0
     for i in range(0, len(y), batch_size):
@@ -410,8 +465,8 @@ def evaluate(model: torch.nn.Module, X: torch.Tensor, y: torch.Tensor, batch_siz
 def magnitude_prune(model: PrunableCNN, fraction_removed: float) -> PrunableCNN:
     """A copy of ``model`` with the smallest ``fraction_removed`` of all prunable weights (global,
     by magnitude) masked to zero (thesis §3.4.5, magnitude-of-weights pruning)."""
-    if not 0 <= fraction_removed < 1:
-        raise ValueError(f"fraction_removed must be in [0, 1), got {fraction_removed!r}")
+    V.instance(model, "model", PrunableCNN)
+    fraction_removed = V.fraction(fraction_removed, "fraction_removed")
     new = copy.deepcopy(model)
     weights = torch.cat([(p * m).detach().abs().flatten() for p, m in zip(new.prunable(), new.weight_masks)])
     k = int(round(fraction_removed * weights.numel()))
@@ -434,8 +489,14 @@ def channel_prune(model: PrunableCNN, X: torch.Tensor, y: torch.Tensor, X_test: 
     """
     from tqdm.auto import tqdm
 
-    if not isinstance(finetune_epochs, int) or finetune_epochs < 0:
-        raise ValueError(f"finetune_epochs must be a non-negative int, got {finetune_epochs!r}")
+    finetune_epochs = V.nonnegative_int(finetune_epochs, "finetune_epochs")
+    V.instance(model, "model", PrunableCNN)
+    _check_images(model, X, y)
+    _check_images(model, X_test, y_test, "X_test", "y_test")
+    min_accuracy = V.real(min_accuracy, "min_accuracy", min=0.0, max=1.0)
+    seed = V.seed(seed)
+    if score_samples is not None:
+        score_samples = V.positive_int(score_samples, "score_samples")
     model = copy.deepcopy(model)
     gen = torch.Generator().manual_seed(int(seed))
     if score_samples is not None and score_samples < len(y):
