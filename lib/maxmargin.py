@@ -21,6 +21,8 @@ import torch
 from scipy.optimize import nnls
 from tqdm.auto import tqdm
 
+from lib import validate
+from lib import validate as V
 from lib.scale import ChapterScales
 
 # --------------------------------------------------------------------------------------------
@@ -69,19 +71,12 @@ CONFIGS = ChapterScales(
 
 
 def _as_matrix(X, name: str = "X") -> np.ndarray:
-    X = np.asarray(X)
-    if X.ndim != 2 or X.shape[0] == 0 or X.shape[1] == 0:
-        raise ValueError(f"{name} must be a non-empty 2-D array (n, d), got shape {X.shape}")
-    if not np.issubdtype(X.dtype, np.number) or np.issubdtype(X.dtype, np.complexfloating):
-        raise ValueError(f"{name} must hold real numbers, got dtype {X.dtype}")
-    X = X.astype(np.float64)
-    if not np.isfinite(X).all():
-        raise ValueError(f"{name} contains NaN or infinite values")
-    return X
+    """A finite non-empty (n, d) array as a float64 copy."""
+    return np.array(V.array(X, name, ndim=2))
 
 
 def _as_labels(y, n: int) -> np.ndarray:
-    y = np.asarray(y)
+    y = V.array(y, "y", dtype=None, finite=False, nonempty=False)
     if y.shape != (n,):
         raise ValueError(f"y must have shape ({n},), got {y.shape}")
     if not np.issubdtype(y.dtype, np.number) or not np.isin(y, (-1, 1)).all():
@@ -91,16 +86,15 @@ def _as_labels(y, n: int) -> np.ndarray:
     return y.astype(np.float64)
 
 
-def _as_vector(w, d: int, name: str) -> np.ndarray:
-    w = np.asarray(w, dtype=np.float64)
-    if w.shape != (d,) or not np.isfinite(w).all():
-        raise ValueError(f"{name} must be a finite vector of shape ({d},), got shape {w.shape}")
-    return w
+def _as_vector(w, d: int | None, name: str) -> np.ndarray:
+    return V.array(w, name, shape=(d,))
 
 
 def _as_neurons(W, a):
+    """``W`` (p, d) and ``a`` with p entries; ``a`` may come in any shape holding p numbers (a row
+    or column of a torch layer), it is flattened."""
     W = _as_matrix(W, "W")
-    a = np.asarray(a, dtype=np.float64).reshape(-1)
+    a = V.array(a, "a", finite=False).reshape(-1)
     if a.shape != (W.shape[0],) or not np.isfinite(a).all():
         raise ValueError(f"a must be a finite vector with one entry per row of W ({W.shape[0]}), "
                          f"got shape {a.shape}")
@@ -119,8 +113,8 @@ def orthogonally_separable_gaussian(n: int = 500, d: int = 20, seed: int = 0):
     Sampled exactly as ``x = s|g|`` with a fair random sign ``s`` and the same ``z`` filter
     (rejection from the full Gaussian would accept one point in ~2^d).
     """
-    if not (isinstance(n, int) and n >= 2 and isinstance(d, int) and d >= 2):
-        raise ValueError(f"need integers n >= 2 and d >= 2, got n={n!r}, d={d!r}")
+    n, d = V.integer(n, "n", min=2), V.integer(d, "d", min=2)
+    seed = V.seed(seed)
     rng = np.random.default_rng(seed)
     z = np.where(np.arange(d) % 2 == 0, 1.0, -1.0)
     X, y = np.empty((0, d)), np.empty(0)
@@ -133,7 +127,9 @@ def orthogonally_separable_gaussian(n: int = 500, d: int = 20, seed: int = 0):
 
 
 def is_orthogonally_separable(X, y, tol: float = 0.0) -> bool:
-    """Thesis eq. (3.1) / paper eq. (1): ``x_i.x_j > tol`` within a class and ``<= tol`` across."""
+    """Thesis eq. (3.1) / paper eq. (1): ``x_i.x_j > tol`` within a class and ``<= tol`` across
+    (``tol`` a finite number >= 0)."""
+    tol = V.nonnegative(tol, "tol")
     X = _as_matrix(X)
     y = _as_labels(y, X.shape[0])
     G = X @ X.T
@@ -213,8 +209,13 @@ def default_init(shapes, n_models: int, seed: int, scale: float, dtype=torch.flo
     ``shapes`` lists ``(d_out, d_in)``; a ``d_out`` of 1 gives a vector per model. This is the
     document's "multiply all weights by 0.05" initialisation (thesis §3.4.1).
     """
-    if not (math.isfinite(scale) and scale > 0) or n_models < 1:
-        raise ValueError(f"need scale > 0 and n_models >= 1, got {scale!r}, {n_models!r}")
+    scale, n_models = V.positive(scale, "scale"), V.positive_int(n_models, "n_models")
+    seed = V.seed(seed)
+    shapes = V.sequence(shapes, "shapes", min_len=1)
+    for i, sh in enumerate(shapes):
+        if not isinstance(sh, (list, tuple)) or len(sh) != 2:
+            raise V.ArgumentTypeError(f"shapes[{i}] must be a pair (d_out, d_in), got {V.describe(sh)}")
+        V.positive_int(sh[0], f"shapes[{i}] d_out"), V.positive_int(sh[1], f"shapes[{i}] d_in")
     gen = torch.Generator().manual_seed(int(seed))
     params = []
     for d_out, d_in in shapes:
@@ -226,8 +227,9 @@ def default_init(shapes, n_models: int, seed: int, scale: float, dtype=torch.flo
 
 def balanced_init(n_models: int, width: int, d: int, lam: float, seed: int, dtype=torch.float64):
     """The near-zero balanced init of thesis §3.1: ``w_j = lam v_j/||v_j||``, ``a_j = +-lam``."""
-    if not (math.isfinite(lam) and lam > 0):
-        raise ValueError(f"lam must be a positive number, got {lam!r}")
+    lam = validate.positive(lam, "lam")  # (the name V is this function's random matrix)
+    n_models, width, d = (validate.positive_int(v, k) for v, k in ((n_models, "n_models"), (width, "width"), (d, "d")))
+    seed = validate.seed(seed)
     gen = torch.Generator().manual_seed(int(seed))
     V = torch.randn(n_models, width, d, generator=gen, dtype=dtype)
     W = lam * V / V.norm(dim=2, keepdim=True)
@@ -235,8 +237,33 @@ def balanced_init(n_models: int, width: int, d: int, lam: float, seed: int, dtyp
     return [W.requires_grad_(), a.requires_grad_()]
 
 
+def _check_params(params, n_min: int = 2) -> list:
+    params = V.sequence(params, "params", min_len=n_min)
+    for i, p in enumerate(params):
+        V.tensor(p, f"params[{i}]", floating=True)
+    if params[0].ndim != 3:
+        raise V.ArgumentValueError(f"params[0] must be W of shape (S, p, d), got {V.describe(params[0])}")
+    return params
+
+
+def _check_inputs(params, X) -> None:
+    V.tensor(X, "X", floating=True, ndim=(2, 3))
+    if X.shape[-1] != params[0].shape[-1]:
+        raise V.ArgumentValueError(f"X must have {params[0].shape[-1]} columns (the d of params[0]), "
+                                   f"got {V.describe(X)}")
+
+
 def two_layer_forward(params, X: torch.Tensor) -> torch.Tensor:
-    """``h(x) = a^T relu(W x)`` (thesis eq. 3.2) for ``S`` models: ``W (S,p,d)``, ``a (S,p)``, ``X (S,n,d)``."""
+    """``h(x) = a^T relu(W x)`` (thesis eq. 3.2) for ``S`` models: ``W (S,p,d)``, ``a (S,p)``, ``X (S,n,d)``
+    (or ``(n, d)`` shared). Checks its arguments; the trainers call the unchecked twin per step."""
+    params = _check_params(params)
+    if len(params) != 2 or params[1].shape != params[0].shape[:2]:
+        raise V.ArgumentValueError("params must be [W (S, p, d), a (S, p)]")
+    _check_inputs(params, X)
+    return _two_layer_forward(params, X)
+
+
+def _two_layer_forward(params, X):
     W, a = params
     return (torch.relu(X @ W.transpose(1, 2)) * a.unsqueeze(1)).sum(-1)
 
@@ -244,6 +271,12 @@ def two_layer_forward(params, X: torch.Tensor) -> torch.Tensor:
 def residual_forward(params, X: torch.Tensor) -> torch.Tensor:
     """The residual net of thesis eq. (3.30): ``h1 = W1 x``, ``h_l = h_{l-1} + W_l relu(h_{l-1})``,
     output ``W_L relu(h_{L-1})``; params ``[W1 (S,p,d), W2.. (S,p,p), W_L (S,p)]``."""
+    params = _check_params(params)
+    _check_inputs(params, X)
+    return _residual_forward(params, X)
+
+
+def _residual_forward(params, X):
     h = X @ params[0].transpose(1, 2)
     for Wl in params[1:-1]:
         h = h + torch.relu(h) @ Wl.transpose(1, 2)
@@ -252,13 +285,18 @@ def residual_forward(params, X: torch.Tensor) -> torch.Tensor:
 
 def residual_shapes(d: int, width: int, depth: int):
     """Layer shapes ``(d_out, d_in)`` of the depth-``depth`` residual net of eq. (3.30)."""
-    if depth < 2:
-        raise ValueError(f"depth must be >= 2, got {depth}")
+    d, width = V.positive_int(d, "d"), V.positive_int(width, "width")
+    depth = V.integer(depth, "depth", min=2)
     return [(width, d)] + [(width, width)] * (depth - 2) + [(1, width)]
 
 
+_UNCHECKED = {}  # public forward -> its unchecked twin (filled below the definitions)
+
+
 def _check_batch(params, X, y):
-    X, y = torch.as_tensor(X), torch.as_tensor(y)
+    params = _check_params(params, 1)
+    X = V.tensor(X, "X", convert=True)
+    y = V.tensor(y, "y", convert=True)
     S = params[0].shape[0]
     if X.ndim != 3 or X.shape[0] != S or y.shape != X.shape[:2]:
         raise ValueError(f"X must be ({S}, n, d) and y ({S}, n) for {S} models, got "
@@ -280,10 +318,13 @@ def train_sgd(forward, params, X, y, lr: float, batch_size: int, epochs: int, se
     Every model draws its own shuffle each epoch. Returns ``{epoch: params snapshot}`` for the
     epochs in ``log_epochs`` (0 = init); ``params`` are updated in place.
     """
+    V.callable_(forward, "forward")
     X, y = _check_batch(params, X, y)
     S, n = y.shape
-    if not (1 <= batch_size <= n) or epochs < 0 or not lr > 0:
-        raise ValueError(f"need 1 <= batch_size <= {n}, epochs >= 0, lr > 0")
+    lr, seed = V.positive(lr, "lr"), V.seed(seed)
+    batch_size = V.positive_int(batch_size, "batch_size", max=n)
+    epochs = V.nonnegative_int(epochs, "epochs")
+    forward = _UNCHECKED.get(forward, forward)
     gen = torch.Generator().manual_seed(int(seed))
     rows = torch.arange(S)[:, None]
     log = {0: _snapshot(params)} if 0 in log_epochs else {}
@@ -297,6 +338,7 @@ def train_sgd(forward, params, X, y, lr: float, batch_size: int, epochs: int, se
             with torch.no_grad():
                 for p, g in zip(params, grads):
                     p -= lr * g
+        V.finite_loss(loss.detach(), f"{epoch} (epoch)", lr)  # the epoch's last minibatch loss
         if epoch in log_epochs:
             log[epoch] = _snapshot(params)
     return log
@@ -307,6 +349,12 @@ def log_loss(forward, params, X, y) -> torch.Tensor:
 
     Uses ``log softplus(-m) = -m`` for ``m > 30`` (error < 1e-13) inside a logsumexp.
     """
+    V.callable_(forward, "forward")
+    _check_batch(params, X, y)
+    return _log_loss(forward, params, X, y)
+
+
+def _log_loss(forward, params, X, y):
     m = y * forward(params, X)
     small = torch.log(torch.nn.functional.softplus(-m.clamp(max=30.0)))
     return torch.logsumexp(torch.where(m > 30.0, -m, small), dim=1)
@@ -321,17 +369,24 @@ def train_normalized_gd(forward, params, X, y, schedule, log_steps=(), progress:
     oscillation between the two neuron groups). Runs in the log domain (:func:`log_loss`).
     Returns ``{step: params snapshot}`` for the (global) steps in ``log_steps``.
     """
+    V.callable_(forward, "forward")
     X, y = _check_batch(params, X, y)
+    pairs = V.sequence(schedule, "schedule", min_len=1)
+    if any(not isinstance(p, (list, tuple)) or len(p) != 2 for p in pairs):
+        raise V.ArgumentTypeError(f"schedule must list (eta, steps) pairs, got {V.describe(schedule)}")
+    schedule = [(V.positive(eta, "schedule eta"), V.nonnegative_int(steps, "schedule steps")) for eta, steps in pairs]
     schedule = [(float(eta), int(steps)) for eta, steps in schedule]
-    if not schedule or any(not eta > 0 or steps < 0 for eta, steps in schedule):
-        raise ValueError(f"schedule must list (eta > 0, steps >= 0) pairs, got {schedule!r}")
+    forward = _UNCHECKED.get(forward, forward)
     etas = [eta for eta, steps in schedule for _ in range(steps)]
     log = {0: _snapshot(params)} if 0 in log_steps else {}
     for step in tqdm(range(1, len(etas) + 1), desc="normalised GD", disable=not progress, leave=False):
-        grads = torch.autograd.grad(log_loss(forward, params, X, y).sum(), params)
+        total = _log_loss(forward, params, X, y).sum()
+        grads = torch.autograd.grad(total, params)
         with torch.no_grad():
             for p, g in zip(params, grads):
                 p -= etas[step - 1] * g
+        if step % 100 == 0 or step == len(etas):
+            V.finite_loss(total.detach(), step, etas[step - 1], what="log-loss")
         if step in log_steps:
             log[step] = _snapshot(params)
     return log
@@ -348,11 +403,10 @@ def neuron_alignment(W, a, w_plus, w_minus, mode: str = "respective") -> np.ndar
     w_plus, w_minus = (_as_vector(v, W.shape[1], n) for v, n in ((w_plus, "w_plus"), (w_minus, "w_minus")))
     Wn = W / np.maximum(np.linalg.norm(W, axis=1, keepdims=True), 1e-300)
     cp, cm = Wn @ (w_plus / np.linalg.norm(w_plus)), Wn @ (w_minus / np.linalg.norm(w_minus))
+    V.choice(mode, "mode", ("respective", "closest"))
     if mode == "respective":
         return np.where(a > 0, cp, cm)
-    if mode == "closest":
-        return np.maximum(cp, cm)
-    raise ValueError(f"mode must be 'respective' or 'closest', got {mode!r}")
+    return np.maximum(cp, cm)
 
 
 def theorem_residuals(W, a, w_plus, w_minus):
@@ -370,8 +424,8 @@ def theorem_residuals(W, a, w_plus, w_minus):
 
 def gamma_star(w_plus, w_minus) -> float:
     """The limit normalised margin ``1 / (2(||w_+|| + ||w_-||))`` (this book's constant for Cor. 3.1)."""
-    d = np.shape(w_plus)[0] if np.ndim(w_plus) == 1 else -1
-    w_plus, w_minus = _as_vector(w_plus, d, "w_plus"), _as_vector(w_minus, d, "w_minus")
+    w_plus = _as_vector(w_plus, None, "w_plus")
+    w_minus = _as_vector(w_minus, w_plus.shape[0], "w_minus")
     return float(1.0 / (2.0 * (np.linalg.norm(w_plus) + np.linalg.norm(w_minus))))
 
 
@@ -405,8 +459,7 @@ def norm_split(W, a) -> float:
 def top_singular_values(W, k: int = 10) -> np.ndarray:
     """The ``k`` largest singular values of ``W`` (Figs. 3.1a, 3.2a-c, 3.4a)."""
     W = _as_matrix(W, "W")
-    if not (isinstance(k, int) and k >= 1):
-        raise ValueError(f"k must be a positive int, got {k!r}")
+    k = V.positive_int(k, "k")
     return np.linalg.svd(W, compute_uv=False)[:k]
 
 
@@ -437,6 +490,7 @@ class Table31CNN(torch.nn.Module):
         super().__init__()
         if not (isinstance(image_size, int) and image_size >= 4):
             raise ValueError(f"image_size must be an int >= 4, got {image_size!r}")
+        fc_scale, seed = V.positive(fc_scale, "fc_scale"), V.seed(seed)
         torch.manual_seed(int(seed))
         layers, channels, size = [], 1, image_size
         for kind, *spec in TABLE_3_1:
@@ -478,6 +532,11 @@ def train_adam(model, X, y, epochs: int, batch_size: int = 128, lr: float = 1e-3
     Trains on ``device`` (default: CUDA if available, for the paper scale) and returns the model to
     the CPU afterwards.
     """
+    V.instance(model, "model", torch.nn.Module, "a torch.nn.Module")
+    V.tensor(X, "X", convert=True)
+    V.tensor(y, "y", convert=True)
+    epochs, batch_size = V.positive_int(epochs, "epochs"), V.positive_int(batch_size, "batch_size")
+    lr, seed = V.positive(lr, "lr"), V.seed(seed)
     X, y = torch.as_tensor(X, dtype=torch.float32), torch.as_tensor(y, dtype=torch.float32)
     if X.shape[0] != y.shape[0] or X.shape[0] == 0 or not bool(((y == 1) | (y == -1)).all()):
         raise ValueError("X and y must be non-empty, of equal length, with labels +-1")
@@ -497,6 +556,7 @@ def train_adam(model, X, y, epochs: int, batch_size: int = 128, lr: float = 1e-3
             opt.step()
             total += loss.detach() * len(idx)
         losses.append(float(total) / len(y))
+        V.finite_loss(losses[-1], f"{len(losses)} (epoch)", lr)
     model.cpu()
     return losses
 
@@ -518,6 +578,10 @@ def two_layer_report(W, a, X, y, X_test, big: float = 0.1) -> dict:
     W, a = _as_neurons(W, a)
     X = _as_matrix(X)
     y = _as_labels(y, X.shape[0])
+    X_test = _as_matrix(X_test, "X_test")
+    if X_test.shape[1] != X.shape[1]:
+        raise V.ArgumentValueError(f"X_test must have {X.shape[1]} columns like X, got {V.describe(X_test)}")
+    big = V.fraction(big, "big")
     w_plus, w_minus = pm_max_margin(X, y)
     norms = np.linalg.norm(W, axis=1)
     is_big = norms > big * norms.max()
@@ -543,3 +607,6 @@ def two_layer_report(W, a, X, y, X_test, big: float = 0.1) -> dict:
         "pattern_frac": float(in_sector[is_big].mean()), "n_big": int(is_big.sum()),
         "imbalance": float(np.max(np.abs(a[is_big] ** 2 - norms[is_big] ** 2) / norms[is_big] ** 2)),
     }
+
+
+_UNCHECKED.update({two_layer_forward: _two_layer_forward, residual_forward: _residual_forward})
