@@ -23,6 +23,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from lib import validate as V
 from lib.scale import ChapterScales
 
 TEACHER_SETS = ("last", "later")
@@ -96,10 +97,12 @@ def _check_logits(logits) -> list:
     return list(logits)
 
 
-def _check_tau(tau, lead_shape) -> torch.Tensor:
+def _check_tau(tau, lead_shape, name: str = "tau") -> torch.Tensor:
+    if not isinstance(tau, torch.Tensor):
+        V.array(tau, name, finite=False)  # a number or a numeric array (not a string or None)
     tau = torch.as_tensor(tau, dtype=torch.float32)
     if not torch.isfinite(tau).all() or (tau <= 0).any():
-        raise ValueError(f"tau must be positive and finite, got {tau}")
+        raise ValueError(f"{name} must be positive and finite, got {tau}")
     try:
         if torch.broadcast_shapes(tau.shape, tuple(lead_shape)) != tuple(lead_shape):
             raise RuntimeError
@@ -118,14 +121,11 @@ def _teacher_sets(M: int, teachers: str) -> list[list[int]]:
 
 
 def _as_array(a, name: str, ndim_min: int = 1) -> np.ndarray:
-    a = np.asarray(a)
-    if a.ndim < ndim_min or a.size == 0:
-        raise ValueError(f"{name} must be a non-empty array with at least {ndim_min} dimension(s), got shape {a.shape}")
-    if not np.issubdtype(a.dtype, np.number) or np.issubdtype(a.dtype, np.complexfloating):
-        raise ValueError(f"{name} must hold real numbers, got dtype {a.dtype}")
-    if not np.isfinite(a).all():
-        raise ValueError(f"{name} contains NaN or infinite values")
-    return a.astype(np.float64)
+    """A finite non-empty float64 copy with at least ``ndim_min`` dimensions."""
+    a = np.array(V.array(a, name))
+    if a.ndim < ndim_min:
+        raise V.ArgumentValueError(f"{name} must have at least {ndim_min} dimension(s), got shape {a.shape}")
+    return a
 
 
 # --------------------------------------------------------------------------------------------
@@ -170,7 +170,7 @@ def multiexit_objective(logits, y, distill, tau=1.0, teachers: str = "last") -> 
     K = logits[0].shape[-1]
     labelled = y != -100
     if ((y < 0) & labelled).any() or (y >= K).any():
-        raise ValueError(f"labels must be in 0..{K - 1} (or -100 for unlabelled points)")
+        raise ValueError(f"y: labels must be in 0..{K - 1} (or -100 for unlabelled points)")
     if not labelled.any(-1).all():
         raise ValueError("every model needs at least one labelled point in the batch")
     distill = torch.as_tensor(distill, dtype=logits[0].dtype, device=logits[0].device)
@@ -192,12 +192,15 @@ class TemperatureAnnealer:
     """
 
     def __init__(self, mu: float = 0.5, mult: float = 1.05, tau0=1.0, n_models: int = 1, active=True):
+        mu = V.real(mu, "mu", min=0.0, max=1.0, min_open=True, max_open=True)
+        mult = V.real(mult, "mult", min=1.0)
+        n_models = V.positive_int(n_models, "n_models")
         if not 0 < mu < 1:
             raise ValueError(f"mu must be in (0, 1), got {mu!r}")
         if not mult >= 1 or not np.isfinite(mult):
             raise ValueError(f"mult must be a finite number >= 1 (tau never decreases), got {mult!r}")
         self.mu, self.mult = float(mu), float(mult)
-        self.tau = _check_tau(tau0, (n_models,)).expand(n_models).clone()
+        self.tau = _check_tau(tau0, (n_models,), "tau0").expand(n_models).clone()
         self.active = torch.as_tensor(active, dtype=torch.bool).expand(n_models).clone()
         self.log = {"conf": [], "adj_conf": [], "tau": []}
 
@@ -242,7 +245,10 @@ class MultiExitCNN(nn.Module):
     def __init__(self, in_ch: int = 1, widths=(16, 32, 32, 64), strides=(1, 2, 1, 2), n_classes: int = 10,
                  seeds=(0,)):
         super().__init__()
-        widths, strides, seeds = tuple(widths), tuple(strides), [int(s) for s in seeds]
+        widths = tuple(V.positive_int(w, "widths[i]") for w in V.sequence(widths, "widths"))
+        strides = tuple(V.positive_int(st, "strides[i]") for st in V.sequence(strides, "strides"))
+        seeds = [V.seed(sd, "seeds[i]") for sd in V.sequence(seeds, "seeds")]
+        in_ch, n_classes = V.positive_int(in_ch, "in_ch"), V.integer(n_classes, "n_classes", min=2)
         if not widths or len(widths) != len(strides) or any(w < 1 for w in widths) or any(s < 1 for s in strides):
             raise ValueError(f"widths and strides must be equally long lists of positive ints, got {widths}, {strides}")
         if in_ch < 1 or n_classes < 2 or not seeds:
@@ -336,6 +342,7 @@ def digits_protocol(n_per_class: int, n_val_per_class: int, seed: int, pool_per_
             and 1 <= n_val_per_class < n_per_class <= pool_per_class):
         raise ValueError("need ints 1 <= n_val_per_class < n_per_class <= pool_per_class, got "
                          f"{n_val_per_class}, {n_per_class}, {pool_per_class}")
+    pool_per_class, seed = V.positive_int(pool_per_class, "pool_per_class"), V.seed(seed)
     X, y = _digits()
     fixed = np.random.RandomState(12345)
     pools = [fixed.permutation(np.flatnonzero(y == c))[:pool_per_class] for c in range(10)]
@@ -401,10 +408,20 @@ def train_multiexit(model: MultiExitCNN, X, y, distill, cfg: MultiExitConfig, *,
     """
     from tqdm.auto import tqdm
 
+    V.instance(model, "model", MultiExitCNN)
+    V.instance(cfg, "cfg", MultiExitConfig)
+    V.tensor(X, "X", floating=True)
+    V.tensor(y, "y", floating=False)
+    V.choice(teachers, "teachers", TEACHER_SETS)
+    if X_unl is not None:
+        V.tensor(X_unl, "X_unl", floating=True)
+    if not isinstance(distill, (bool, list, tuple, np.ndarray, torch.Tensor)):
+        raise V.ArgumentTypeError(f"distill must be a bool or one bool per model, got {V.describe(distill)}")
     S, n = model.n_models, X.shape[1] if X.ndim == 5 else 0
     if X.ndim != 5 or X.shape[0] != S or n == 0 or y.shape != (S, n) or y.dtype != torch.int64:
         raise ValueError(f"need X of shape ({S}, n, C, H, W) and int64 y of shape ({S}, n), got "
                          f"{tuple(X.shape)}, {tuple(y.shape)} {y.dtype}")
+    V.labels(y, "y", model.n_classes)
     if X_unl is not None and (X_unl.ndim != 5 or X_unl.shape[0] != S or X_unl.shape[1] == 0):
         raise ValueError(f"X_unl must have shape ({S}, n_u, C, H, W), got {tuple(X_unl.shape)}")
     distill = torch.as_tensor(distill, dtype=torch.bool).expand(S)
@@ -447,6 +464,7 @@ def train_multiexit(model: MultiExitCNN, X, y, distill, cfg: MultiExitConfig, *,
             teacher_ids = sorted({t for T in _teacher_sets(len(logits), teachers) for t in T})
             annealer.step([logits[t] for t in teacher_ids])
             bar.update()
+        V.finite_loss(loss.detach(), f"{_ + 1} (epoch)", cfg.lr)  # the epoch's last batch
     bar.close()
     model.eval()
     return annealer
@@ -459,6 +477,8 @@ def train_multiexit(model: MultiExitCNN, X, y, distill, cfg: MultiExitConfig, *,
 @torch.no_grad()
 def exit_probs(model: MultiExitCNN, X) -> np.ndarray:
     """Softmax outputs (tau = 1) of every exit, in eval mode: array ``(n_models, M, n, K)``."""
+    V.instance(model, "model", MultiExitCNN)
+    V.tensor(X, "X", floating=True, ndim=4)
     model.eval()
     X = X.to(next(model.parameters()).device)
     return np.stack([F.softmax(z, -1).cpu().numpy() for z in model(X)], axis=1)
@@ -471,11 +491,11 @@ def _topk_correct(probs: np.ndarray, y: np.ndarray, topk: int) -> np.ndarray:
 
 def _check_probs(probs, y, topk):
     probs = _as_array(probs, "probs", 3)
-    y = np.asarray(y)
+    y = V.array(y, "y", dtype=None)
     if y.ndim != 1 or y.shape[0] != probs.shape[-2] or not np.issubdtype(y.dtype, np.integer):
         raise ValueError(f"y must be an integer vector of length {probs.shape[-2]}, got {y.dtype} {y.shape}")
     if (y < 0).any() or (y >= probs.shape[-1]).any():
-        raise ValueError(f"labels must be in 0..{probs.shape[-1] - 1}")
+        raise ValueError(f"y: labels must be in 0..{probs.shape[-1] - 1}")
     if not isinstance(topk, int) or not 1 <= topk <= probs.shape[-1]:
         raise ValueError(f"topk must be an int in 1..{probs.shape[-1]}, got {topk!r}")
     return probs, y
@@ -510,6 +530,7 @@ def anytime_mode_accuracy(probs, y, topk: int = 1) -> np.ndarray:
 def mean_ci95(a, axis: int = 0):
     """Mean and 1.96 x standard error along ``axis`` (the thesis' "±"); needs at least two values."""
     a = _as_array(a, "a")
+    axis = V.integer(axis, "axis", min=-a.ndim, max=a.ndim - 1)  # numpy's negative axes allowed
     n = a.shape[axis]
     if n < 2:
         raise ValueError(f"need at least two values along axis {axis} for an interval, got {n}")
@@ -524,8 +545,9 @@ def time_inference(model: MultiExitCNN, x, mode: str, k: int, n_runs: int = 200)
     Budget mode computes the trunk up to block k and exit k only; anytime mode computes exits 1..k and
     averages their probabilities.
     """
-    if mode not in ("budget", "anytime"):
-        raise ValueError(f"mode must be 'budget' or 'anytime', got {mode!r}")
+    V.instance(model, "model", MultiExitCNN)
+    V.tensor(x, "x", floating=True, ndim=4)
+    V.choice(mode, "mode", ("budget", "anytime"))
     if not isinstance(n_runs, int) or n_runs < 2:
         raise ValueError(f"n_runs must be an int >= 2, got {n_runs!r}")
     model.eval()

@@ -119,6 +119,7 @@ ARRAY_BAD = {"empty": _empty, "wrong ndim": _wrong_ndim, "NaN inside": _nan_insi
 BAD = {
     "count": {"0": 0, "-1": -1, "2.5": 2.5, "str '3'": "3", "None": None},
     "nonneg_int": {"-1": -1, "2.5": 2.5, "str '3'": "3", "None": None},
+    "axis": {"out of range": 7, "2.5": 2.5, "str '3'": "3", "None": None},
     "seed": {"-1": -1, "2.5": 2.5, "str 'x'": "x"},
     "rate": {"0": 0.0, "-1": -1.0, "NaN": NAN, "inf": INF, "str '0.1'": "0.1", "None": None},
     "nonneg": {"-1": -1.0, "NaN": NAN, "inf": INF, "str 'x'": "x", "None": None},
@@ -415,7 +416,7 @@ def _specs():
         ("multiexit", "per_exit_accuracy", lambda: dict(probs=(probs(), A), y=(y6(), "labels"), topk=(1, C))),
         ("multiexit", "budget_mode_accuracy", lambda: dict(val_acc=(np.array([[50.0, 60.0]]), A), test_acc=(np.array([[55.0, 65.0]]), A))),
         ("multiexit", "anytime_mode_accuracy", lambda: dict(probs=(probs(), A), y=(y6(), "labels"), topk=(1, C))),
-        ("multiexit", "mean_ci95", lambda: dict(a=(np.array([[1.0, 2.0], [2.0, 3.0]]), "array_nd"), axis=(0, NI))),
+        ("multiexit", "mean_ci95", lambda: dict(a=(np.array([[1.0, 2.0], [2.0, 3.0]]), "array_nd"), axis=(0, "axis"))),
         ("multiexit", "time_inference", lambda: dict(model=(mecnn(), "model"), x=(Ximg()[:1], A), mode=("anytime", "choice"), k=(2, C), n_runs=(2, C))),
         # mae
         ("mae", "gaussian_entropy", lambda: dict(d=(2, C))),
