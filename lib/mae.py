@@ -34,6 +34,8 @@ import numpy as np
 import torch
 from tqdm.auto import tqdm
 
+from lib import validate as V
+
 from lib.nets import BatchedMLP
 from lib.scale import ChapterScales
 
@@ -42,35 +44,52 @@ LOGVAR_MIN, LOGVAR_MAX = -12.0, 6.0  # clamp: MAE drives decoder variances towar
 
 
 def _finite_tensor(name, t):
-    t = torch.as_tensor(t)
-    if t.numel() == 0:
-        raise ValueError(f"{name} is empty")
-    if t.is_floating_point() and not torch.isfinite(t).all():
-        raise ValueError(f"{name} contains NaN or infinite values")
-    return t
+    """A finite non-empty tensor (numpy arrays and lists converted)."""
+    return V.tensor(t, name, convert=True)
 
 
 # ----------------------------------------------------------------------------- Gaussians, Thm 4.1
 
 def gaussian_entropy(d: int = 1) -> float:
     """Differential entropy ``d/2 log(2 pi e)`` of ``N(0, I_d)``: the constant ``H_p(z)`` of eq. (4.11)."""
-    if not isinstance(d, int) or isinstance(d, bool) or d < 1:
-        raise ValueError(f"dimension d must be a positive int, got {d!r}")
+    d = V.positive_int(d, "d (the dimension)")
     return 0.5 * d * (LOG2PI + 1.0)
 
 
 def gaussian_logpdf(x, mu, logvar) -> torch.Tensor:
-    """Elementwise ``log N(x; mu, exp(logvar))`` (broadcasting)."""
+    """Elementwise ``log N(x; mu, exp(logvar))`` (broadcasting). ``x``, ``mu``, ``logvar``: finite
+    tensors (or numbers); an empty ``x`` gives an empty result. The models call the unchecked twin."""
+    _check_elementwise(x=x, mu=mu, logvar=logvar)
+    return _gaussian_logpdf(x, mu, logvar)
+
+
+def _check_elementwise(**named) -> None:
+    for name, t in named.items():
+        V.tensor(t, name, convert=True, nonempty=False)
+    try:
+        torch.broadcast_shapes(*(torch.as_tensor(t).shape for t in named.values()))
+    except RuntimeError:
+        raise V.ArgumentValueError(f"{', '.join(named)} must broadcast together, got shapes "
+                                   f"{[tuple(torch.as_tensor(t).shape) for t in named.values()]}") from None
+
+
+def _gaussian_logpdf(x, mu, logvar):
     return -0.5 * (LOG2PI + logvar + (x - mu) ** 2 * torch.exp(-logvar))
 
 
 def kl_std_normal(mu, logvar) -> torch.Tensor:
-    """Elementwise ``KL(N(mu, exp(logvar)) || N(0, 1))`` (the ELBO's rate term)."""
+    """Elementwise ``KL(N(mu, exp(logvar)) || N(0, 1))`` (the ELBO's rate term); checked like
+    :func:`gaussian_logpdf` (empty in, empty out)."""
+    _check_elementwise(mu=mu, logvar=logvar)
+    return _kl_std_normal(mu, logvar)
+
+
+def _kl_std_normal(mu, logvar):
     return 0.5 * (mu ** 2 + torch.exp(logvar) - 1.0 - logvar)
 
 
 def _check_rho(rho):
-    rho = np.asarray(rho, dtype=float)
+    rho = V.array(rho, "rho (correlation)", finite=False, nonempty=False)
     if rho.size == 0 or not np.all(np.isfinite(rho)) or np.any(np.abs(rho) >= 1):
         raise ValueError(f"correlation rho must be finite with |rho| < 1, got {rho}")
     return rho
@@ -89,7 +108,7 @@ def infomax_bound_bivariate(rho, a, s2):
     Equals :func:`bivariate_gaussian_mi` exactly at ``a = rho, s2 = 1 - rho^2`` (the true posterior).
     """
     rho = _check_rho(rho)
-    a, s2 = np.asarray(a, dtype=float), np.asarray(s2, dtype=float)
+    a, s2 = V.array(a, "a", finite=False), V.array(s2, "s2", finite=False)
     if not (np.all(np.isfinite(a)) and np.all(np.isfinite(s2))) or np.any(s2 <= 0):
         raise ValueError("a must be finite and s2 finite and positive")
     mse = 1.0 - 2.0 * a * rho + a ** 2
@@ -100,6 +119,7 @@ def infomax_bound_bivariate(rho, a, s2):
 
 def z_grid(G: int = 2001, lim: float = 7.0):
     """Uniform grid on ``[-lim, lim]`` and log-weights ``log p(z_g) dz`` (normalised to sum to 1), float64."""
+    G, lim = V.integer(G, "G", min=3), V.positive(lim, "lim")
     if not isinstance(G, int) or G < 3 or not np.isfinite(lim) or lim <= 0:
         raise ValueError(f"need an int G >= 3 and a positive finite lim, got G={G!r}, lim={lim!r}")
     z = torch.linspace(-lim, lim, G, dtype=torch.float64)
@@ -120,7 +140,7 @@ def _split_gaussian(out):
 
 
 def _sub_seeds(seeds, j):
-    seeds = [int(s) for s in seeds]
+    seeds = [V.seed(s, "seeds[i]") for s in V.sequence(seeds, "seeds")]
     if not seeds or any(s < 0 for s in seeds):
         raise ValueError(f"need a non-empty list of non-negative seeds, got {seeds!r}")
     return [10 * s + j for s in seeds]
@@ -158,7 +178,7 @@ class NormalMAE(torch.nn.Module):
 
     def log_r(self, z, x):
         mu, lv = _split_gaussian(self.r(x.unsqueeze(-1)))
-        return gaussian_logpdf(z, mu, lv)
+        return _gaussian_logpdf(z, mu, lv)
 
     def model_parameters(self):
         return [*self.enc.parameters(), *self.dec.parameters()]
@@ -178,7 +198,7 @@ class NormalMAE(torch.nn.Module):
         mu, lv = self.encoder(x)
         z = mu + torch.exp(0.5 * lv) * torch.randn(mu.shape, generator=gen)
         dmu, dlv = self.decoder(z)
-        return (gaussian_logpdf(x, dmu, dlv) - kl_std_normal(mu, lv)).mean(1)
+        return (_gaussian_logpdf(x, dmu, dlv) - _kl_std_normal(mu, lv)).mean(1)
 
     def expected_log_r(self, B: int, gen):
         """Per-model ``E_p[log r(z|x)]`` on generative samples, differentiable in the decoder (g_MI)."""
@@ -218,7 +238,7 @@ class FiniteMAE(torch.nn.Module):
                              f"with entries in [0, {D}]")
         if not isinstance(k, int) or k < 1 or not isinstance(hidden, int) or hidden < 1:
             raise ValueError(f"k and hidden must be positive ints, got k={k!r}, hidden={hidden!r}")
-        n = len(seeds)
+        n = len(_sub_seeds(seeds, 0))
         self.K, self.D, self.k, self.segments = K, D, k, segments
         self.register_buffer("q_x", q_x.float())
         # log p(x|z) = logits @ uses - lse @ segs_of_x: `uses[d, x]` counts column d in x's row of `index`,
@@ -274,7 +294,7 @@ class FiniteMAE(torch.nn.Module):
         n = self.n_models
         mu = self.r_mu.reshape(n, *([1] * (z.ndim - 1)), self.K)
         lv = self.r_logvar.clamp(LOGVAR_MIN, LOGVAR_MAX).reshape(mu.shape)
-        return gaussian_logpdf(z.unsqueeze(-1), mu, lv)
+        return _gaussian_logpdf(z.unsqueeze(-1), mu, lv)
 
     def elbo(self, B: int, gen):
         """Per-model ELBO (``k = 1``) or IWAE-k bound, exact sum over ``x`` weighted by ``q_x``."""
@@ -282,8 +302,8 @@ class FiniteMAE(torch.nn.Module):
         mu, lv = self.encoder()
         eps = torch.randn(self.n_models, self.K, S * self.k, generator=gen)
         z = mu[..., None] + torch.exp(0.5 * lv)[..., None] * eps
-        log_w = self.log_p_at(z) + gaussian_logpdf(z, 0.0, torch.zeros(())) \
-            - gaussian_logpdf(z, mu[..., None], lv[..., None])
+        log_w = self.log_p_at(z) + _gaussian_logpdf(z, 0.0, torch.zeros(())) \
+            - _gaussian_logpdf(z, mu[..., None], lv[..., None])
         log_w = log_w.reshape(self.n_models, self.K, S, self.k)
         bound = (torch.logsumexp(log_w, -1) - math.log(self.k)).mean(-1)
         return (bound * self.q_x).sum(-1)
@@ -343,9 +363,19 @@ def train_mae(model, targets, C=1.0, steps: int = 1000, lr: float = 1e-3, lr_r: 
     ``clip`` caps each model's gradient norm in UPDATEMODEL; ``anneal`` is the final fraction of the steps
     over which the model's learning rate decays linearly to ``lr / 10`` (``r`` keeps ``lr_r``).
     """
+    V.instance(model, "model", (NormalMAE, FiniteMAE, SequenceMAE))
     n = model.n_models
     targets = _per_model("targets", targets, n)
     Cs = _per_model("C", C, n)
+    targets = [None if m is None else V.nonnegative(m, "targets[i] (an MI target M)") for m in targets]
+    Cs = [V.nonnegative(c, "C[i] (a penalty weight)") for c in Cs]
+    lr, seed = V.positive(lr, "lr"), V.seed(seed)
+    if lr_r is not None:
+        lr_r = V.positive(lr_r, "lr_r")
+    log_every = V.positive_int(log_every, "log_every")
+    if clip is not None:
+        clip = V.positive(clip, "clip")
+    anneal = V.real(anneal, "anneal", min=0.0, max=1.0)
     if any(m is not None and (not np.isfinite(m) or m < 0) for m in targets):
         raise ValueError(f"MI targets M must be finite and >= 0 (or None for a VAE), got {targets}")
     if any(not np.isfinite(c) or c < 0 for c in Cs):
@@ -378,6 +408,7 @@ def train_mae(model, targets, C=1.0, steps: int = 1000, lr: float = 1e-3, lr_r: 
             trace.steps.append(step)
             trace.elbo.append(elbo.detach().numpy().copy())
             trace.mi_estimate.append(m.detach().numpy().copy())
+            V.finite_loss(trace.elbo[-1], step, lr, what="ELBO")
     return trace
 
 
@@ -429,6 +460,8 @@ def best_of_restarts(objective, restarts: int) -> np.ndarray:
 @torch.no_grad()
 def infomax_estimate(model, n_samples: int = 20000, seed: int = 0):
     """``I_hat = H(z) + mean log r(z|x)`` on ``n_samples`` fresh generative samples, per model (eq. 4.10)."""
+    V.instance(model, "model", (NormalMAE, FiniteMAE, SequenceMAE))
+    seed = V.seed(seed)
     if not isinstance(n_samples, int) or n_samples < 1:
         raise ValueError(f"n_samples must be a positive int, got {n_samples!r}")
     gen = torch.Generator().manual_seed(int(seed))
@@ -443,6 +476,8 @@ def normal_exact(model: NormalMAE, G: int = 2001, lim: float = 7.0, Gx: int = 16
     ``h(x|z) = 1/2 log(2 pi e s(z)^2)``; ``ll = E_{x~N(0,1)} log p(x)``. Also the mean decoder std
     ``E_z s(z)``, the mean KL(q(z|x)||p(z)) over the data (the rate) and ``-E_z log s(z)``.
     """
+    V.instance(model, "model", NormalMAE)
+    Gx, x_lim = V.integer(Gx, "Gx", min=2), V.positive(x_lim, "x_lim")
     z, log_w = z_grid(G, lim)
     x, dx = torch.linspace(-x_lim, x_lim, Gx, dtype=torch.float64), 2 * x_lim / (Gx - 1)
     log_qx = -0.5 * x ** 2
@@ -452,14 +487,14 @@ def normal_exact(model: NormalMAE, G: int = 2001, lim: float = 7.0, Gx: int = 16
     w = torch.exp(log_w)
     out = {k: [] for k in ("I", "ll", "mean_sigma", "neg_mean_log_sigma", "kl")}
     for i in range(model.n_models):
-        log_px = torch.logsumexp(log_w[:, None] + gaussian_logpdf(x[None, :], mu[i, :, None], lv[i, :, None]), 0)
+        log_px = torch.logsumexp(log_w[:, None] + _gaussian_logpdf(x[None, :], mu[i, :, None], lv[i, :, None]), 0)
         h_x = -(torch.exp(log_px) * log_px).sum() * dx
         h_xz = (w * 0.5 * (LOG2PI + 1 + lv[i])).sum()
         out["I"].append(float(h_x - h_xz))
         out["ll"].append(float((torch.exp(log_qx) * log_px).sum()))
         out["mean_sigma"].append(float((w * torch.exp(0.5 * lv[i])).sum()))
         out["neg_mean_log_sigma"].append(float(-(w * 0.5 * lv[i]).sum()))
-        out["kl"].append(float((torch.exp(log_qx) * kl_std_normal(emu[i], elv[i])).sum()))
+        out["kl"].append(float((torch.exp(log_qx) * _kl_std_normal(emu[i], elv[i])).sum()))
     return {k: np.array(v) for k, v in out.items()}
 
 
@@ -472,6 +507,8 @@ def finite_exact(model: FiniteMAE, G: int = 2001, lim: float = 7.0, Q: int = 48)
     over ``q(z|x)``), ``kl`` (mean rate), ``posterior`` (``p(z|x)`` as a density on the grid,
     shape ``(n, K, G)``), ``p_x_given_z`` (``(n, G, K)``) and the grid ``z``.
     """
+    V.instance(model, "model", FiniteMAE)
+    Q = V.positive_int(Q, "Q")
     z, log_w = z_grid(G, lim)
     n = model.n_models
     logp = model.log_p_all(z.float().expand(n, -1)).double()  # (n, G, K)
@@ -487,7 +524,7 @@ def finite_exact(model: FiniteMAE, G: int = 2001, lim: float = 7.0, Q: int = 48)
     t, tw = _hermite(Q)
     zq = mu[..., None] + torch.exp(0.5 * lv)[..., None] * t  # (n, K, Q)
     rec = (model.log_p_at(zq.float()).double() * tw).sum(-1)
-    kl = kl_std_normal(mu, lv)
+    kl = _kl_std_normal(mu, lv)
     dz = float(z[1] - z[0])
     post = torch.exp(log_w[None, :, None] + logp - log_px[:, None, :]).transpose(1, 2) / dz
     return {"I": I.numpy(), "ll": ll.numpy(), "Ihat": Ihat.numpy(),
@@ -499,13 +536,15 @@ def finite_exact(model: FiniteMAE, G: int = 2001, lim: float = 7.0, Q: int = 48)
 def sir_sample(model: FiniteMAE, n_samples: int, k: int | None = None, seed: int = 0):
     """Samples of the resampling encoder ``q_IW(z|x)`` (Cremer et al.): draw k from the Gaussian
     ``q(z|x)``, keep one with probability proportional to ``p(x|z) p(z) / q(z|x)``. Shape ``(n, K, n_samples)``."""
+    V.instance(model, "model", FiniteMAE)
+    seed = V.seed(seed)
     k = model.k if k is None else k
     if not isinstance(n_samples, int) or n_samples < 1 or not isinstance(k, int) or k < 1:
         raise ValueError(f"n_samples and k must be positive ints, got {n_samples!r}, {k!r}")
     gen = torch.Generator().manual_seed(int(seed))
     mu, lv = model.encoder()
     z = mu[..., None] + torch.exp(0.5 * lv)[..., None] * torch.randn(*mu.shape, n_samples * k, generator=gen)
-    log_w = model.log_p_at(z) + gaussian_logpdf(z, 0.0, torch.zeros(())) - gaussian_logpdf(z, mu[..., None], lv[..., None])
+    log_w = model.log_p_at(z) + _gaussian_logpdf(z, 0.0, torch.zeros(())) - _gaussian_logpdf(z, mu[..., None], lv[..., None])
     z, log_w = z.reshape(*mu.shape, n_samples, k), log_w.reshape(*mu.shape, n_samples, k)
     pick = torch.multinomial(torch.softmax(log_w.reshape(-1, k), -1), 1, generator=gen).reshape(log_w.shape[:-1])
     return z.gather(-1, pick.unsqueeze(-1)).squeeze(-1)
@@ -569,8 +608,9 @@ class SentenceGrammar:
 
 def word_match_matrix(sentences) -> torch.Tensor:
     """``match[i, j]``: fraction of positions (over the longer sentence) where words i and j agree."""
-    if len(sentences) == 0:
-        raise ValueError("sentences is empty")
+    sentences = V.sequence(sentences, "sentences", min_len=1)
+    for s in sentences:
+        V.instance(s, "sentences[i]", str, "a str (a sentence)")
     toks = [s.split() for s in sentences]
     L = max(len(t) for t in toks)
     ids = {w: i + 1 for i, w in enumerate(sorted({w for t in toks for w in t}))}
@@ -599,6 +639,8 @@ def reconstruction_rates(model: FiniteMAE, match: torch.Tensor, Q: int = 24, chu
     per model; the expectation over the encoder uses Gauss-Hermite nodes (Gaussian encoder, ``k = 1``) or
     ``Q`` resampling-encoder draws (``k > 1``, :func:`sir_sample`).
     """
+    V.instance(model, "model", FiniteMAE)
+    Q, chunk_size, seed = V.positive_int(Q, "Q"), V.positive_int(chunk_size, "chunk_size"), V.seed(seed)
     match = _finite_tensor("match", match).double()
     if match.shape != (model.K, model.K):
         raise ValueError(f"match must have shape ({model.K}, {model.K}), got {tuple(match.shape)}")
@@ -616,8 +658,9 @@ def reconstruction_rates(model: FiniteMAE, match: torch.Tensor, Q: int = 24, chu
 @torch.no_grad()
 def sample_reconstructions(model: FiniteMAE, x: int, n: int = 3, seed: int = 0):
     """Indices of ``n`` reconstructions of ``x`` per model: ``z ~ q(z|x)`` (resampled if ``k > 1``), ``x' ~ p(x'|z)`` (Table 4.1)."""
-    if not 0 <= x < model.K:
-        raise ValueError(f"x must be in [0, {model.K}), got {x}")
+    V.instance(model, "model", FiniteMAE)
+    x = V.integer(x, "x (an input index)", min=0, max=model.K - 1)
+    n, seed = V.positive_int(n, "n"), V.seed(seed)
     gen = torch.Generator().manual_seed(int(seed))
     if model.k > 1:
         z = sir_sample(model, n, seed=seed)[:, x]
@@ -631,6 +674,10 @@ def sample_reconstructions(model: FiniteMAE, x: int, n: int = 3, seed: int = 0):
 @torch.no_grad()
 def interpolate(model: FiniteMAE, x_a: int, x_b: int, n: int = 10):
     """Greedy decodes (argmax over all x) along the line between the encoder means of two inputs (Table 4.2)."""
+    V.instance(model, "model", FiniteMAE)
+    x_a = V.integer(x_a, "x_a (an input index)", min=0, max=model.K - 1)
+    x_b = V.integer(x_b, "x_b (an input index)", min=0, max=model.K - 1)
+    n = V.integer(n, "n", min=2)
     if not (0 <= x_a < model.K and 0 <= x_b < model.K) or n < 2:
         raise ValueError(f"inputs must be in [0, {model.K}) and n >= 2")
     mu, _ = model.encoder()
@@ -653,6 +700,10 @@ def split_sentences(texts, max_len: int = 8):
     HTML line breaks are removed, sentences end at ``.``, ``!`` or ``?``, punctuation becomes its own
     token (as in Tables 4.1-4.2), and punctuation does not count towards the length.
     """
+    texts = V.sequence(texts, "texts")
+    for t in texts:
+        V.instance(t, "texts[i]", str, "a str (a review)")
+    max_len = V.positive_int(max_len, "max_len")
     if isinstance(texts, str) or not isinstance(max_len, int) or max_len < 1:
         raise ValueError("texts must be a list of strings and max_len a positive int")
     out = []
@@ -666,11 +717,19 @@ def split_sentences(texts, max_len: int = 8):
     return out
 
 
+def _check_token_lists(sentences) -> list:
+    sentences = V.sequence(sentences, "sentences")
+    for s in sentences:
+        if isinstance(s, str) or not isinstance(s, (list, tuple)):
+            raise V.ArgumentTypeError(f"sentences must hold token lists, got {V.describe(s)}")
+    return sentences
+
+
 def build_vocab(sentences, size: int):
     """Vocabulary of §4.6.3: the specials ``<pad> <bos> <eos> <unk>``, then the ``size`` most frequent
     tokens (ties alphabetical)."""
-    if not isinstance(size, int) or size < 1:
-        raise ValueError(f"vocabulary size must be a positive int, got {size!r}")
+    size = V.positive_int(size, "size (of the vocabulary)")
+    sentences = _check_token_lists(sentences)
     counts = Counter(t for s in sentences for t in s)
     return [*SPECIALS, *sorted(counts, key=lambda w: (-counts[w], w))[:size]]
 
@@ -678,8 +737,11 @@ def build_vocab(sentences, size: int):
 def encode_sentences(sentences, vocab, max_tokens: int):
     """Token ids for :class:`SequenceMAE`, ``<eos>``-terminated and ``<pad>``-padded, shape
     ``(N, max_tokens + 1)``; longer sentences are cut."""
+    sentences = _check_token_lists(sentences)
+    V.sequence(vocab, "vocab", min_len=1)
+    max_tokens = V.positive_int(max_tokens, "max_tokens")
     if len(sentences) == 0:
-        raise ValueError("no sentences to encode")
+        raise ValueError("sentences: no sentences to encode")
     ids = {w: i for i, w in enumerate(vocab)}
     out = torch.full((len(sentences), max_tokens + 1), PAD, dtype=torch.long)
     for i, s in enumerate(sentences):
@@ -710,7 +772,8 @@ class SequenceMAE(torch.nn.Module):
     def __init__(self, tokens, vocab_size: int, latent_dim: int = 16, emb: int = 128, hidden: int = 256,
                  k: int = 5, seed: int = 0):
         super().__init__()
-        tokens = torch.as_tensor(tokens)
+        tokens = V.tensor(tokens, "tokens", convert=True, floating=False)
+        vocab_size, seed = V.positive_int(vocab_size, "vocab_size"), V.seed(seed)
         if tokens.ndim != 2 or tokens.numel() == 0 or tokens.dtype != torch.long \
                 or int(tokens.min()) < 0 or int(tokens.max()) >= vocab_size:
             raise ValueError(f"tokens must be a non-empty (N, T) long tensor with ids in [0, {vocab_size})")
@@ -747,8 +810,8 @@ class SequenceMAE(torch.nn.Module):
         mu, lv = self.encoder(x)
         z = mu[:, None] + torch.exp(0.5 * lv)[:, None] * torch.randn(len(x), self.k, self.latent_dim, generator=gen)
         log_px = self.log_p_x_given_z(x.repeat_interleave(self.k, 0), z.reshape(-1, self.latent_dim))
-        return z, (log_px.reshape(len(x), self.k) + gaussian_logpdf(z, 0.0, torch.zeros(())).sum(-1)
-                   - gaussian_logpdf(z, mu[:, None], lv[:, None]).sum(-1))
+        return z, (log_px.reshape(len(x), self.k) + _gaussian_logpdf(z, 0.0, torch.zeros(())).sum(-1)
+                   - _gaussian_logpdf(z, mu[:, None], lv[:, None]).sum(-1))
 
     @torch.no_grad()
     def encode_sample(self, x, gen):
@@ -760,7 +823,7 @@ class SequenceMAE(torch.nn.Module):
     def log_r(self, z, x):
         """``log r(z|x)`` of the recognition network, summed over the latent dimensions."""
         mu, lv = self._gauss(x, self.r_emb, self.r_rnn, self.r_out)
-        return gaussian_logpdf(z, mu, lv).sum(-1)
+        return _gaussian_logpdf(z, mu, lv).sum(-1)
 
     def log_p_x_given_z(self, x, z):
         """``log p(x|z)`` of ``<eos>``-terminated token rows ``x``, ``z`` fed at every step (what follows ``<eos>``
@@ -835,6 +898,9 @@ def decode_tokens(row, vocab) -> str:
 def sequence_reconstruction_rates(model: SequenceMAE, x, seed: int = 0, greedy: bool = False):
     """Fig. 4.4 by Monte Carlo on sentences ``x``: encode (``z ~ q(z|x)``), decode, and return the fraction
     of exact reconstructions and of position-wise matching words (over the longer sentence)."""
+    V.instance(model, "model", SequenceMAE)
+    V.tensor(x, "x", floating=False, ndim=2)
+    seed = V.seed(seed)
     gen = torch.Generator().manual_seed(int(seed))
     y = model.sample_x(model.encode_sample(x, gen), gen, greedy=greedy)
     valid_x, valid_y = (x != PAD) & (x != EOS), (y != PAD) & (y != EOS)
