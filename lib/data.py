@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from lib import validate as V
 from lib.scale import current_scale
 
 CACHE_DIR = Path(os.environ.get("REPRO_CACHE", Path.home() / ".cache" / "relu-book"))
@@ -62,8 +63,9 @@ def synthetic_2d(kind: str, n: int, seed: int, noise: float = 0.1, test_fraction
 
     if not isinstance(n, int) or n < 4:
         raise ValueError(f"n must be an int >= 4, got {n!r}")
-    if not np.isfinite(noise) or noise < 0:
-        raise ValueError(f"noise must be a finite non-negative number, got {noise!r}")
+    noise = V.nonnegative(noise, "noise")
+    seed = V.seed(seed)
+    test_fraction = V.fraction(test_fraction, "test_fraction", low_open=True)
     if kind == "moons":
         X, y = make_moons(n, noise=noise, random_state=seed)
     elif kind == "circles":
@@ -87,6 +89,10 @@ def load_digits_split(classes=None, test_fraction: float = 0.25, seed: int = 0,
     """
     from sklearn.datasets import load_digits
 
+    seed = V.seed(seed)
+    test_fraction = V.fraction(test_fraction, "test_fraction", low_open=True)
+    if classes is not None:
+        classes = V.sequence(classes, "classes")
     digits = load_digits()
     X, y = digits.data.astype(np.float64), digits.target
     if classes is not None:
@@ -122,6 +128,7 @@ def make_mnist1d(num_samples: int = 5000, seed: int = 42, cache: bool = True) ->
     """
     if not isinstance(num_samples, int) or num_samples < 10:
         raise ValueError(f"num_samples must be an int >= 10, got {num_samples!r}")
+    seed = V.seed(seed)
     path = CACHE_DIR / f"mnist1d_n{num_samples}_s{seed}.npz"
     if cache and path.exists():
         d = np.load(path)
