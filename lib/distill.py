@@ -569,6 +569,8 @@ def transfer_risk_exact(w, w_teacher, d: int, quantile, ngrid: int = 4000) -> np
     d = V.positive_int(d, "d")
     ngrid = V.positive_int(ngrid, "ngrid")
     V.callable_(quantile, "quantile")
+    V.array(w, "w", ndim=(1, 2))
+    V.array(w_teacher, "w_teacher", ndim=1)
     if d < 2:
         raise ValueError("angle tasks need d >= 2")
     phi = np.atleast_1d(signed_angle(w, w_teacher))

@@ -164,7 +164,7 @@ def align(params_a, params_b):
     """
     a, b = _check_params(params_a, "params_a"), _check_params(params_b, "params_b")
     if widths_of(a) != widths_of(b):
-        raise ValueError(f"architectures differ: {widths_of(a)} vs {widths_of(b)}")
+        raise ValueError(f"params_a and params_b: architectures differ: {widths_of(a)} vs {widths_of(b)}")
     ca, cb = canonicalize(a), canonicalize(b)
     perms, n_hidden = [], len(a) - 1
     for l in range(n_hidden):
@@ -277,7 +277,7 @@ def linear_regions_2d(params, domain=(-1, 1), alpha: float = 0.0) -> list[Region
     """
     lo, hi = _check_domain(domain)
     if _check_params(params)[0][0].shape[1] != 2:
-        raise ValueError("linear_regions_2d needs a 2-input network")
+        raise ValueError("params: linear_regions_2d needs a 2-input network")
     return [Region(r.polygon, r.pattern, r.pre, (r.A, r.c)) for r in regions_2d(params, (lo, hi, lo, hi), alpha)]
 
 

@@ -338,11 +338,13 @@ def digits_protocol(n_per_class: int, n_val_per_class: int, seed: int, pool_per_
     standardised with the training set's scalar mean and std. Returns tensors ``train=(X, y)``,
     ``val=(X, y)``, ``unl=X``, ``test=(X, y)`` with images of shape ``(n, 1, 8, 8)``.
     """
+    pool_per_class, seed = V.positive_int(pool_per_class, "pool_per_class"), V.seed(seed)
+    n_per_class = V.positive_int(n_per_class, "n_per_class")
+    n_val_per_class = V.positive_int(n_val_per_class, "n_val_per_class")
     if not (isinstance(n_per_class, int) and isinstance(n_val_per_class, int)
             and 1 <= n_val_per_class < n_per_class <= pool_per_class):
         raise ValueError("need ints 1 <= n_val_per_class < n_per_class <= pool_per_class, got "
                          f"{n_val_per_class}, {n_per_class}, {pool_per_class}")
-    pool_per_class, seed = V.positive_int(pool_per_class, "pool_per_class"), V.seed(seed)
     X, y = _digits()
     fixed = np.random.RandomState(12345)
     pools = [fixed.permutation(np.flatnonzero(y == c))[:pool_per_class] for c in range(10)]

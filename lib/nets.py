@@ -93,10 +93,10 @@ def _check_params(params) -> None:
         W = V.tensor(pair[0], f"params[{i}] W", floating=True)
         b = V.tensor(pair[1], f"params[{i}] b", floating=True)
         if W.ndim != 2 or b.ndim != 1 or b.shape[0] != W.shape[0]:
-            raise ValueError(f"layer {i}: expected W (d_out, d_in) and b (d_out,), got {tuple(W.shape)} "
+            raise ValueError(f"params: layer {i}: expected W (d_out, d_in) and b (d_out,), got {tuple(W.shape)} "
                              f"and {tuple(b.shape)}")
         if i and W.shape[1] != params[i - 1][0].shape[0]:
-            raise ValueError(f"layer {i}: W expects {W.shape[1]} inputs but layer {i-1} has "
+            raise ValueError(f"params: layer {i}: W expects {W.shape[1]} inputs but layer {i-1} has "
                              f"{params[i - 1][0].shape[0]} outputs")
 
 

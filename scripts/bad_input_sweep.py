@@ -13,6 +13,14 @@ is classified as
 - unclear: any other exception, or one that does not name the argument (also: over 20 s);
 - none:    no error at all (the bad value was accepted).
 
+Inputs that look bad but are intended (each documented in its docstring and pinned by a test in
+``tests/test_validate.py``) are not swept as bad: ``None`` where it is the argument's default (e.g.
+``seed=None``-style defaults, ``ids=None`` = all classes, ``targets=None`` = a plain VAE), an empty
+batch for ``mlp_forward`` / elementwise functions (an empty result), any shape for elementwise
+functions, ``y`` shaped differently but with one value per output for the per-model losses, ``a`` of
+any shape holding one value per neuron in ``maxmargin``, a negative ``axis``, and ``epochs=0`` /
+``max_steps=0`` where zero steps is documented.
+
 Arguments of kind ``None`` are not varied (flags, progress bars). Network-only loaders (``fetch``,
 ``load_online``, ``cifar100_protocol``, ``load_imdb_sentences``) are not called.
 """
@@ -110,8 +118,9 @@ def _params_nan(p):
 
 
 def _params_mismatch(p):
-    W, b = p[0]
-    return [(W[:, :-1] if W.shape[1] > 1 else W[:-1], b)] + list(p[1:])
+    """Layer 2 expects one input fewer than layer 1 gives (shapes that do not chain)."""
+    W, b = p[1]
+    return [p[0], (W[:, :-1], b)] + list(p[2:])
 
 
 ARRAY_BAD = {"empty": _empty, "wrong ndim": _wrong_ndim, "NaN inside": _nan_inside,
@@ -138,6 +147,11 @@ BAD = {
     "list": {"None": None, "int": 3},
     "array": ARRAY_BAD,
     "array_nd": {k: v for k, v in ARRAY_BAD.items() if k != "wrong ndim"},  # any ndim allowed
+    # elementwise functions: any shape, and an empty input gives an empty result (intended, tested)
+    "elementwise": {k: v for k, v in ARRAY_BAD.items() if k not in ("wrong ndim", "empty")},
+    "batch": {k: v for k, v in ARRAY_BAD.items() if k != "empty"},  # an empty batch: empty output
+    "corr": {"1.5": 1.5, "-1.5": -1.5, "NaN": NAN, "str 'x'": "x", "None": None},
+    "targets": {"string": "abc", "NaN target": [NAN], "negative target": [-1.0]},
     "labels": {**ARRAY_BAD, "label out of range": _out_of_range, "negative label": _negative_label},
     "int_array": {**{k: v for k, v in ARRAY_BAD.items() if k not in ("NaN inside", "inf inside")},
                   "out of range": _out_of_range, "negative": _negative_label, "fractional": _fractional},
@@ -240,7 +254,7 @@ def _specs():
                                                          progress=(False, None))),
         ("boolean", "xor1d_local_optima", lambda: dict(n_nets=(3, C), steps=(5, C), lr=(0.1, RA), seed=(0, SE))),
         ("boolean", "relu_sign_pattern", lambda: dict(w=(np.array([[1.0, -1.0], [0.5, 2.0]]), A), b=(np.array([[0.5, 0.1], [-0.2, 0.3]]), A))),
-        ("boolean", "climb_max_swaps", lambda: dict(n=(2, C), restarts=(2, C), seed=(0, SE), max_steps=(3, C),
+        ("boolean", "climb_max_swaps", lambda: dict(n=(2, C), restarts=(2, C), seed=(0, SE), max_steps=(3, NI),
                                                       sideways=(1, NI), progress=(False, None))),
         # boolean_families
         ("boolean_families", "random_tables", lambda: dict(n=(3, C), count=(4, C), seed=(0, SE))),
@@ -310,21 +324,21 @@ def _specs():
         ("equivalence", "counterexample", lambda: dict(name=("dead_neuron", "choice"), delta=(0.1, RA))),
         ("equivalence", "CountingOracle", lambda: dict(f=(lambda X: X[:, 0], "callable"))),
         # nets
-        ("nets", "activate", lambda: dict(z=(Xt(), A), activation=("leaky_relu", "choice"), negative_slope=(0.01, "slope"))),
+        ("nets", "activate", lambda: dict(z=(Xt(), "elementwise"), activation=("leaky_relu", "choice"), negative_slope=(0.01, "slope"))),
         ("nets", "init_mlp", lambda: dict(widths=([2, 3, 1], "widths"), seed=(0, SE), scheme=("he", "choice"), scale=(1.0, "nonneg"))),
-        ("nets", "mlp_forward", lambda: dict(params=(net_t(), "params"), X=(Xt(), A), activation=("leaky_relu", "choice"),
+        ("nets", "mlp_forward", lambda: dict(params=(net_t(), "params"), X=(Xt(), "batch"), activation=("leaky_relu", "choice"),
                                               negative_slope=(0.01, "slope"))),
         ("nets", "permute_hidden", lambda: dict(params=(net_t(), "params"), layer=(0, NI), perm=(t([2, 0, 1]), "int_array"))),
         ("nets", "rescale_hidden", lambda: dict(params=(net_t(), "params"), layer=(0, NI), scales=(t([1.0, 2.0, 0.5]), A))),
         ("nets", "BatchedMLP", lambda: dict(widths=([2, 3, 1], "widths"), n_models=(2, C), scheme=("he", "choice"), scale=(1.0, "nonneg"),
                                              activation=("relu", "choice"), negative_slope=(0.01, "slope"))),
         # train
-        ("train", "mse_per_model", lambda: dict(out=(torch.randn(2, 8, 1, generator=g), A), y=(torch.randn(8, 1, generator=g), A))),
-        ("train", "logistic_per_model", lambda: dict(out=(torch.randn(2, 8, 1, generator=g), A), y=(ypm()[:, None], A))),
+        ("train", "mse_per_model", lambda: dict(out=(torch.randn(2, 8, 1, generator=g), A), y=(torch.randn(8, 1, generator=g), "array_nd"))),
+        ("train", "logistic_per_model", lambda: dict(out=(torch.randn(2, 8, 1, generator=g), A), y=(ypm()[:, None], "array_nd"))),
         ("train", "cross_entropy_per_model", lambda: dict(out=(torch.randn(2, 8, 3, generator=g), A), y=(torch.arange(8) % 3, "labels"))),
         ("train", "make_optimizer", lambda: dict(params=(list(bm().parameters()), "list"), optimizer=("sgd", "choice"), lr=(0.1, RA),
                                                   momentum=(0.5, "fraction"), weight_decay=(0.0, "nonneg"))),
-        ("train", "train_full_batch", lambda: dict(model=(bm(), "model"), X=(Xt(), A), y=(ypm(), A), loss_fn=(T.logistic_per_model, "callable"),
+        ("train", "train_full_batch", lambda: dict(model=(bm(), "model"), X=(Xt(), A), y=(ypm(), "array_nd"), loss_fn=(T.logistic_per_model, "callable"),
                                                     steps=(3, C), lr=(0.1, RA), optimizer=("sgd", "choice"), momentum=(0.5, "fraction"),
                                                     weight_decay=(0.0, "nonneg"), log_every=(1, C), progress=(False, None))),
         ("train", "train_minibatch", lambda: dict(model=(bm(), "model"), X=(Xt(), A), y=(ypm(), A), loss_fn=(T.logistic_per_model, "callable"),
@@ -355,10 +369,10 @@ def _specs():
                                                         alpha=(0.1, "slope"), lr=(0.025, RA), progress=(False, None))),
         ("pruning", "MaskedMLP", lambda: dict(n_in=(2, C), width=(3, C), depth=(2, C), n_nets=(2, C), alpha=(0.1, "slope"), seed=(0, SE))),
         ("pruning", "fit_masked", lambda: dict(model=(masked(), "model"), X=(t(Xb(), dtype=torch.float32), A),
-                                                y=(t([0.0, 1.0, 1.0, 0.0]), A), epochs=(2, C), lr=(0.025, RA))),
-        ("pruning", "architecture", lambda: dict(mask=(torch.ones(2, 3, 1), A), linear=(torch.zeros(2, 1, dtype=torch.bool), None), n_in=(2, C))),
+                                                y=(t([0.0, 1.0, 1.0, 0.0]), "array_nd"), epochs=(2, C), lr=(0.025, RA))),
+        ("pruning", "architecture", lambda: dict(mask=(torch.ones(2, 3), A), linear=(torch.zeros(2, dtype=torch.bool), None), n_in=(2, C))),
         ("pruning", "pruned_network", lambda: dict(model=(masked(), "model"), net=(0, NI))),
-        ("pruning", "removal_candidates", lambda: dict(mask=(torch.ones(2, 3, 1), A), linear=(torch.zeros(2, 1, dtype=torch.bool), None))),
+        ("pruning", "removal_candidates", lambda: dict(mask=(torch.ones(2, 3), A), linear=(torch.zeros(2, dtype=torch.bool), None))),
         ("pruning", "deep_prune", lambda: dict(n=(2, C), width=(3, C), depth=(1, C), trainings=(2, C), prunings=(1, C), epochs=(2, C),
                                                 finetune_epochs=(1, NI), alpha=(0.1, "slope"), lr=(0.025, RA), seed=(0, SE))),
         ("pruning", "architecture_size", lambda: dict(arch=((2, 3, 1), "list"))),
@@ -383,23 +397,23 @@ def _specs():
         ("maxmargin", "two_layer_forward", lambda: dict(params=(mm_params(), "list"), X=(t(Xpm()[0]), A))),
         ("maxmargin", "residual_shapes", lambda: dict(d=(3, C), width=(4, C), depth=(2, C))),
         ("maxmargin", "train_sgd", lambda: dict(forward=(MM.two_layer_forward, "callable"), params=(mm_params(), "list"), X=(t(Xpm()[0]).expand(2, -1, -1), A),
-                                                 y=(t(Xpm()[1]).expand(2, -1), A), lr=(0.1, RA), batch_size=(5, C), epochs=(2, C), seed=(0, SE),
+                                                 y=(t(Xpm()[1]).expand(2, -1), A), lr=(0.1, RA), batch_size=(5, C), epochs=(2, NI), seed=(0, SE),
                                                  progress=(False, None))),
         ("maxmargin", "log_loss", lambda: dict(forward=(MM.two_layer_forward, "callable"), params=(mm_params(), "list"),
                                                 X=(t(Xpm()[0]).expand(2, -1, -1), A), y=(t(Xpm()[1]).expand(2, -1), A))),
         ("maxmargin", "train_normalized_gd", lambda: dict(forward=(MM.two_layer_forward, "callable"), params=(mm_params(), "list"),
                                                            X=(t(Xpm()[0]).expand(2, -1, -1), A), y=(t(Xpm()[1]).expand(2, -1), A), schedule=(((0.01, 3),), "list"),
                                                            progress=(False, None))),
-        ("maxmargin", "neuron_alignment", lambda: dict(W=(Wm(), A), a=(am(), A), w_plus=(wp(), A), w_minus=(wm(), A), mode=("respective", "choice"))),
-        ("maxmargin", "theorem_residuals", lambda: dict(W=(Wm(), A), a=(am(), A), w_plus=(wp(), A), w_minus=(wm(), A))),
+        ("maxmargin", "neuron_alignment", lambda: dict(W=(Wm(), A), a=(am(), "array_nd"), w_plus=(wp(), A), w_minus=(wm(), A), mode=("respective", "choice"))),
+        ("maxmargin", "theorem_residuals", lambda: dict(W=(Wm(), A), a=(am(), "array_nd"), w_plus=(wp(), A), w_minus=(wm(), A))),
         ("maxmargin", "gamma_star", lambda: dict(w_plus=(wp(), A), w_minus=(wm(), A))),
         ("maxmargin", "predicted_function", lambda: dict(X=(Xpm()[0], A), w_plus=(wp(), A), w_minus=(wm(), A))),
-        ("maxmargin", "normalized_output", lambda: dict(W=(Wm(), A), a=(am(), A), X=(Xpm()[0], A))),
-        ("maxmargin", "norm_split", lambda: dict(W=(Wm(), A), a=(am(), A))),
+        ("maxmargin", "normalized_output", lambda: dict(W=(Wm(), A), a=(am(), "array_nd"), X=(Xpm()[0], A))),
+        ("maxmargin", "norm_split", lambda: dict(W=(Wm(), A), a=(am(), "array_nd"))),
         ("maxmargin", "top_singular_values", lambda: dict(W=(Wm(), A), k=(2, C))),
         ("maxmargin", "project_top2", lambda: dict(W=(Wm(), A))),
         ("maxmargin", "Table31CNN", lambda: dict(image_size=(8, C), fc_scale=(0.05, RA), seed=(0, SE))),
-        ("maxmargin", "two_layer_report", lambda: dict(W=(Wm(), A), a=(am(), A), X=(Xpm()[0], A), y=(Xpm()[1], A), X_test=(Xpm()[0], A),
+        ("maxmargin", "two_layer_report", lambda: dict(W=(Wm(), A), a=(am(), "array_nd"), X=(Xpm()[0], A), y=(Xpm()[1], A), X_test=(Xpm()[0], A),
                                                         big=(0.1, "nonneg"))),
         # multiexit
         ("multiexit", "distillation_loss", lambda: dict(logits=(logits(), "list"), tau=(1.0, RA), teachers=("last", "choice"))),
@@ -420,14 +434,14 @@ def _specs():
         ("multiexit", "time_inference", lambda: dict(model=(mecnn(), "model"), x=(Ximg()[:1], A), mode=("anytime", "choice"), k=(2, C), n_runs=(2, C))),
         # mae
         ("mae", "gaussian_entropy", lambda: dict(d=(2, C))),
-        ("mae", "gaussian_logpdf", lambda: dict(x=(Xt(), "array_nd"), mu=(torch.zeros(2), "array_nd"), logvar=(torch.zeros(2), "array_nd"))),
-        ("mae", "kl_std_normal", lambda: dict(mu=(Xt(), "array_nd"), logvar=(torch.zeros(2), "array_nd"))),
-        ("mae", "bivariate_gaussian_mi", lambda: dict(rho=(0.5, "fraction"))),
-        ("mae", "infomax_bound_bivariate", lambda: dict(rho=(0.5, "fraction"), a=(0.5, RE), s2=(1.0, RA))),
+        ("mae", "gaussian_logpdf", lambda: dict(x=(Xt(), "elementwise"), mu=(torch.zeros(2), "array_nd"), logvar=(torch.zeros(2), "array_nd"))),
+        ("mae", "kl_std_normal", lambda: dict(mu=(Xt(), "elementwise"), logvar=(torch.zeros(2), "array_nd"))),
+        ("mae", "bivariate_gaussian_mi", lambda: dict(rho=(0.5, "corr"))),
+        ("mae", "infomax_bound_bivariate", lambda: dict(rho=(0.5, "corr"), a=(0.5, RE), s2=(1.0, RA))),
         ("mae", "z_grid", lambda: dict(G=(51, C), lim=(7.0, RA))),
         ("mae", "NormalMAE", lambda: dict(seeds=([0], "list"), hidden=(4, C))),
         ("mae", "FiniteMAE", lambda: dict(seeds=([0], "list"), q_x=(torch.full((4,), 0.25), A), hidden=(4, C), k=(1, C))),
-        ("mae", "train_mae", lambda: dict(model=(fmae(), "model"), targets=([1.0], "list"), C=(1.0, "nonneg"), steps=(2, C), lr=(1e-3, RA),
+        ("mae", "train_mae", lambda: dict(model=(fmae(), "model"), targets=([1.0], "targets"), C=(1.0, "nonneg"), steps=(2, C), lr=(1e-3, RA),
                                            batch=(8, C), seed=(0, SE), log_every=(1, C))),
         ("mae", "infomax_estimate", lambda: dict(model=(nmae(), "model"), n_samples=(100, C), seed=(0, SE))),
         ("mae", "normal_exact", lambda: dict(model=(nmae(), "model"), G=(51, C), lim=(7.0, RA), Gx=(41, C), x_lim=(6.0, RA))),
