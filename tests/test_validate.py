@@ -1,0 +1,357 @@
+"""lib.validate: the argument-checking vocabulary, the intended 'bad-looking' inputs of lib, training
+that fails fast on a NaN/inf loss, and property-based tests (Hypothesis) of valid inputs.
+
+The bad-input properties of every public function are in ``test_bad_input_properties.py``.
+"""
+
+import math
+
+import hypothesis.extra.numpy as hnp
+import numpy as np
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from lib import validate as V
+
+finite = st.floats(allow_nan=False, allow_infinity=False, width=64)
+bad_float = st.sampled_from([math.nan, math.inf, -math.inf])
+not_a_number = st.one_of(st.none(), st.text(max_size=3), st.lists(st.integers(), max_size=2),
+                         st.booleans())
+
+
+def _names(err, *words):
+    msg = str(err.value)
+    return all(w in msg for w in words)
+
+
+# ---------------------------------------------------------------------------------------------
+# the vocabulary
+
+
+@given(st.integers(min_value=1, max_value=10**9))
+def test_positive_int_accepts_and_returns_ints(n):
+    assert V.positive_int(n, "n") == n and type(V.positive_int(np.int64(n), "n")) is int
+
+
+@given(st.integers(max_value=0))
+def test_positive_int_rejects_non_positive_with_the_name_and_value(n):
+    with pytest.raises(V.ArgumentValueError) as err:
+        V.positive_int(n, "steps")
+    assert _names(err, "steps", ">=", repr(n))
+
+
+@given(st.one_of(finite, not_a_number))
+def test_integer_rejects_other_types_as_type_errors(x):
+    with pytest.raises(V.ArgumentTypeError) as err:
+        V.integer(x, "width")
+    assert isinstance(err.value, TypeError) and isinstance(err.value, ValueError)
+    assert _names(err, "width", "an int")
+
+
+@given(st.floats(min_value=1e-300, max_value=1e300))
+def test_positive_accepts_positive_floats(x):
+    assert V.positive(x, "lr") == x
+
+
+@given(st.one_of(st.floats(max_value=0.0, allow_nan=False), bad_float))
+def test_positive_rejects_zero_negative_nan_inf(x):
+    with pytest.raises(V.ArgumentValueError) as err:
+        V.positive(x, "lr")
+    assert _names(err, "lr", "finite number > 0")
+
+
+@given(not_a_number)
+def test_real_rejects_non_numbers(x):
+    with pytest.raises(V.ArgumentTypeError) as err:
+        V.real(x, "noise")
+    assert _names(err, "noise", "a real number")
+
+
+@given(st.one_of(st.floats(max_value=-1e-12), st.floats(min_value=1.0), st.just(math.nan)))
+def test_fraction_is_half_open(x):
+    with pytest.raises(V.ArgumentValueError, match="momentum"):
+        V.fraction(x, "momentum")
+    assert V.fraction(0.0, "m") == 0.0 and V.fraction(1.0, "m", high_open=False) == 1.0
+
+
+def test_choice_seed_boolean_callable_instance_sequence():
+    assert V.choice("sgd", "optimizer", ("sgd", "adam")) == "sgd"
+    with pytest.raises(V.ArgumentValueError, match=r"optimizer must be one of \('sgd', 'adam'\), got str 'SGD'"):
+        V.choice("SGD", "optimizer", ("sgd", "adam"))
+    with pytest.raises(V.ArgumentValueError):
+        V.choice(1, "k", (True, 2))  # 1 == True, but an int is not the bool option
+    assert V.seed(None, allow_none=True) is None
+    with pytest.raises(V.ArgumentTypeError, match="seed"):
+        V.seed(None)
+    with pytest.raises(V.ArgumentValueError, match="seed"):
+        V.seed(-1)
+    with pytest.raises(V.ArgumentTypeError, match="progress must be a bool"):
+        V.boolean(1, "progress")
+    with pytest.raises(V.ArgumentTypeError, match="loss_fn must be callable"):
+        V.callable_(3, "loss_fn")
+    with pytest.raises(V.ArgumentTypeError, match="model must be a Module"):
+        V.instance("net", "model", torch.nn.Module)
+    assert V.sequence(range(3), "widths") == [0, 1, 2]
+    for bad in ("abc", 3, None, {"a": 1}, np.float64(1.0)):
+        with pytest.raises(V.ArgumentTypeError, match="widths"):
+            V.sequence(bad, "widths")
+
+
+@given(hnp.arrays(np.float64, hnp.array_shapes(min_dims=2, max_dims=2, min_side=1), elements=finite))
+def test_array_accepts_finite_2d_without_copying(a):
+    out = V.array(a, "X", ndim=2, shape=(None, a.shape[1]))
+    assert out is a or np.shares_memory(out, a)
+
+
+@given(hnp.arrays(np.float64, hnp.array_shapes(min_dims=1, max_dims=3, min_side=1), elements=finite),
+       st.data())
+def test_array_rejects_a_nan_or_inf_anywhere(a, data):
+    i = data.draw(st.integers(0, a.size - 1))
+    a.reshape(-1)[i] = data.draw(bad_float)
+    with pytest.raises(V.ArgumentValueError) as err:
+        V.array(a, "X")
+    assert _names(err, "X", "finite", str(a.shape))
+    with pytest.raises(V.ArgumentValueError, match="X must be finite"):
+        V.tensor(torch.from_numpy(a), "X")
+
+
+@given(hnp.array_shapes(min_dims=1, max_dims=3, min_side=0))
+def test_array_shape_ndim_and_emptiness(shape):
+    a = np.zeros(shape)
+    if 0 in shape:
+        with pytest.raises(V.ArgumentValueError, match="non-empty"):
+            V.array(a, "X")
+    else:
+        assert V.array(a, "X").shape == shape
+    with pytest.raises(V.ArgumentValueError, match=r"X must be an array with 4 dimensions"):
+        V.array(a, "X", ndim=4)
+    with pytest.raises(V.ArgumentValueError, match=r"X must be an array of shape \(n, 99\)"):
+        V.array(np.ones((2, 3)), "X", shape=(None, 99))
+
+
+def test_array_and_tensor_types():
+    for bad in ("abc", None, {"a": 1}, [["a", "b"]], np.array([1 + 2j])):
+        with pytest.raises(V.ArgumentTypeError, match="X must be"):
+            V.array(bad, "X")
+    t = torch.ones(3)
+    assert V.tensor(t, "X") is t
+    with pytest.raises(V.ArgumentTypeError, match=r"X must be a torch.Tensor, got array of shape \(3,\)"):
+        V.tensor(np.ones(3), "X")
+    assert isinstance(V.tensor(np.ones(3), "X", convert=True), torch.Tensor)
+    with pytest.raises(V.ArgumentTypeError, match="floating-point"):
+        V.tensor(torch.arange(3), "X", floating=True)
+    with pytest.raises(V.ArgumentTypeError, match="integer"):
+        V.tensor(torch.ones(3), "y", floating=False)
+
+
+@given(st.integers(2, 10), st.data())
+def test_labels_in_range(K, data):
+    y = np.array(data.draw(st.lists(st.integers(0, K - 1), min_size=1, max_size=20)))
+    assert V.labels(y, "y", K) is y
+    y[data.draw(st.integers(0, len(y) - 1))] = data.draw(st.one_of(st.integers(K, 1000), st.integers(-1000, -1)))
+    with pytest.raises(V.ArgumentValueError, match="y must be class indices"):
+        V.labels(y, "y", K)
+
+
+def test_finite_loss_names_the_step_and_the_likely_cause():
+    V.finite_loss(torch.tensor([0.5, 1.0]), 3)
+    with pytest.raises(V.TrainingDivergedError, match=r"by step 7 with lr=10\.0: the learning rate is most likely too large"):
+        V.finite_loss(torch.tensor([0.5, math.nan]), 7, 10.0)
+    with pytest.raises(FloatingPointError):
+        V.finite_loss(np.array(math.inf), 1)
+
+
+def test_lib_validate_does_not_import_torch_itself():
+    import subprocess
+    import sys
+
+    code = "import sys, lib.validate, lib.scale; print('torch' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         cwd=__import__("pathlib").Path(__file__).resolve().parents[1])
+    assert out.stdout.strip() == "False"
+
+
+# ---------------------------------------------------------------------------------------------
+# training fails fast on a NaN/inf loss
+
+
+def test_train_full_batch_stops_at_a_nan_loss_naming_step_and_lr():
+    from lib.nets import BatchedMLP
+    from lib.train import mse_per_model, train_full_batch
+
+    X, y = torch.randn(16, 2, generator=torch.Generator().manual_seed(0)) * 10, torch.ones(16, 1) * 10
+    with pytest.raises(V.TrainingDivergedError, match=r"by step \d+ with lr=1000000\.0.*learning rate"):
+        train_full_batch(BatchedMLP([2, 8, 1], n_models=2), X, y, mse_per_model, 200, lr=1e6, progress=False)
+
+
+def test_train_minibatch_stops_at_a_nan_loss():
+    from lib.nets import BatchedMLP
+    from lib.train import mse_per_model, train_minibatch
+
+    X, y = torch.randn(16, 2, generator=torch.Generator().manual_seed(0)) * 10, torch.ones(16, 1) * 10
+    with pytest.raises(V.TrainingDivergedError, match=r"by step \d+ \(epoch\)"):
+        train_minibatch(BatchedMLP([2, 8, 1], n_models=2), X, y.expand(16, 1), mse_per_model, 5, 8, lr=1e6,
+                        progress=False)
+
+
+def test_maxmargin_trainers_stop_at_a_nan_loss():
+    from lib import maxmargin as MM
+
+    X, y = MM.orthogonally_separable_gaussian(20, 3, seed=0)
+    Xt, yt = torch.tensor(X).expand(2, -1, -1) * 1e3, torch.tensor(y).expand(2, -1)
+    params = MM.default_init([(4, 3), (1, 4)], 2, 0, 1.0)
+    with pytest.raises(V.TrainingDivergedError, match="epoch"):
+        MM.train_sgd(MM.two_layer_forward, params, Xt, yt, lr=1e300, batch_size=5, epochs=3, seed=0,
+                     progress=False)
+
+
+def test_xor1d_stops_on_divergence():
+    from lib import boolean as B
+
+    with pytest.raises(V.TrainingDivergedError, match="step 50"):
+        B.xor1d_local_optima(3, steps=50, lr=1e3)
+
+
+# ---------------------------------------------------------------------------------------------
+# intended inputs that look bad (each documented in its function's docstring)
+
+
+def test_empty_batch_gives_an_empty_result():
+    from lib import mae, nets
+
+    params = nets.init_mlp([2, 3, 1], seed=0)
+    assert nets.mlp_forward(params, torch.zeros(0, 2)).shape == (0, 1)
+    assert nets.activate(torch.zeros(0, 4)).shape == (0, 4)
+    assert mae.gaussian_logpdf(torch.zeros(0), torch.zeros(()), torch.zeros(())).shape == (0,)
+    assert mae.kl_std_normal(torch.zeros(0, 2), torch.zeros(2)).shape == (0, 2)
+
+
+def test_none_defaults_mean_the_documented_thing():
+    from lib import boolean as B
+    from lib import boolean_families as BF
+    from lib import mae
+    from lib.nets import BatchedMLP
+    from lib.train import logistic_per_model, train_full_batch
+
+    assert BF.xor_parity_tables(4).shape == (len(B.npn_classes(4)), 16)       # ids=None: all NPN classes
+    model = mae.FiniteMAE([0, 1], torch.full((4,), 0.25), hidden=4)
+    trace = mae.train_mae(model, [None, 0.5], steps=2, batch=8, log_every=1)  # None: a plain VAE
+    assert len(trace.steps) == 2
+    trace = mae.train_mae(model, 0.5, steps=1, batch=8)                       # one target for all models
+    assert len(trace.steps) == 1
+    hist = train_full_batch(BatchedMLP([2, 3, 1], n_models=1), torch.ones(4, 2), torch.ones(4), logistic_per_model,
+                            250, lr=0.1, log_every=None, progress=False)     # None: steps // 100
+    assert hist.steps[:3] == [0, 2, 4]
+
+
+def test_other_intended_edge_inputs():
+    from lib import boolean as B
+    from lib import maxmargin as MM
+    from lib import multiexit as ME
+    from lib.train import mse_per_model
+
+    # a constant function: swaps_network has a hidden layer of width 0, network_output accepts it
+    net = B.swaps_network(np.zeros(4, dtype=int))
+    assert net[0][0].shape == (0, 2) and np.all(B.network_output(net, B.cube(2)) < 0)
+    # targets with one value per output, in another shape, are reshaped like the outputs
+    out = torch.randn(2, 4, 1)
+    assert torch.equal(mse_per_model(out, torch.ones(4)), mse_per_model(out, torch.ones(4, 1)))
+    # maxmargin: a of any shape holding one value per neuron (a torch layer's row)
+    W, a = np.eye(3)[:2], np.array([1.0, -1.0])
+    assert MM.norm_split(W, a[None, :]) == MM.norm_split(W, a)
+    # numpy's negative axes
+    arr = np.array([[1.0, 2.0], [2.0, 4.0]])
+    assert np.allclose(ME.mean_ci95(arr, axis=-1)[0], ME.mean_ci95(arr.T, axis=0)[0])
+    # zero epochs / zero steps: nothing is trained
+    X, y = MM.orthogonally_separable_gaussian(20, 3, seed=0)
+    params = MM.default_init([(4, 3), (1, 4)], 2, 0, 0.1)
+    log = MM.train_sgd(MM.two_layer_forward, params, torch.tensor(X).expand(2, -1, -1),
+                       torch.tensor(y).expand(2, -1), 0.1, 5, 0, 0, log_epochs=(0,), progress=False)
+    assert list(log) == [0]
+    table, value, finals = B.climb_max_swaps(2, 2, seed=0, max_steps=0, progress=False)
+    assert value == finals.max()
+
+
+# ---------------------------------------------------------------------------------------------
+# valid inputs: a finite result of the documented shape (hypothesis.extra.numpy)
+
+small = st.floats(-10, 10, allow_nan=False, width=64)
+
+
+@given(st.integers(1, 4), st.integers(1, 5), st.integers(1, 4), st.integers(0, 8), st.data())
+def test_forwards_of_random_networks_are_finite_and_agree(d0, d1, d2, n, data):
+    from lib import boolean as B
+    from lib import equivalence as E
+    from lib import nets
+
+    params = [(data.draw(hnp.arrays(np.float64, (d1, d0), elements=small)), data.draw(hnp.arrays(np.float64, (d1,), elements=small))),
+              (data.draw(hnp.arrays(np.float64, (d2, d1), elements=small)), data.draw(hnp.arrays(np.float64, (d2,), elements=small)))]
+    X = data.draw(hnp.arrays(np.float64, (max(n, 1), d0), elements=small))
+    out = E.forward(params, X)
+    assert out.shape == (max(n, 1), d2) and np.isfinite(out).all()
+    tparams = [(torch.from_numpy(W), torch.from_numpy(b)) for W, b in params]
+    assert np.allclose(nets.mlp_forward(tparams, torch.from_numpy(X)).numpy(), out)
+    if d2 == 1:
+        assert np.allclose(B.network_output(params, X), out[:, 0])
+
+
+@given(st.integers(1, 4), st.data())
+def test_fourier_metrics_of_random_tables(n, data):
+    from lib import boolean_families as BF
+
+    tables = data.draw(hnp.arrays(np.uint8, (data.draw(st.integers(1, 5)), 2 ** n), elements=st.integers(0, 1)))
+    m = BF.fourier_metrics(tables)
+    for key in ("degree", "influence", "entropy"):
+        assert m[key].shape == (len(tables),) and np.isfinite(m[key]).all()
+    assert (m["degree"] <= n).all() and (m["influence"] <= n + 1e-9).all()
+
+
+@given(st.integers(1, 6), st.integers(1, 5), st.data())
+def test_distill_losses_of_random_data(n, d, data):
+    from lib import distill as D
+
+    X = data.draw(hnp.arrays(np.float64, (n, d), elements=small))
+    w = data.draw(hnp.arrays(np.float64, (d,), elements=small))
+    y = D.soft_labels(X, w, temperature=data.draw(st.floats(0.1, 10)))
+    assert y.shape == (n,) and ((0 <= y) & (y <= 1)).all()
+    loss, grad = D.ce_loss(w, X, y), D.ce_grad(w, X, y)
+    assert np.isfinite(loss) and loss >= -1e-9 and grad.shape == (d,) and np.isfinite(grad).all()
+
+
+@given(st.integers(1, 3), st.integers(1, 6), st.integers(2, 5), st.data())
+def test_per_model_losses_of_random_outputs(M, n, K, data):
+    from lib import train as T
+
+    out = torch.from_numpy(data.draw(hnp.arrays(np.float64, (M, n, K), elements=small)))
+    y = torch.from_numpy(data.draw(hnp.arrays(np.int64, (n,), elements=st.integers(0, K - 1))))
+    for loss in (T.cross_entropy_per_model(out, y), T.mse_per_model(out, out.detach() * 0),
+                 T.logistic_per_model(out[..., :1], torch.ones(n, 1))):
+        assert loss.shape == (M,) and torch.isfinite(loss).all()
+
+
+@given(st.integers(1, 3), st.integers(1, 4), st.integers(1, 6), st.integers(2, 4), st.data())
+def test_multiexit_accuracies_of_random_probabilities(S, M, n, K, data):
+    from lib import multiexit as ME
+
+    probs = data.draw(hnp.arrays(np.float64, (S, M, n, K), elements=st.floats(0, 1)))
+    y = data.draw(hnp.arrays(np.int64, (n,), elements=st.integers(0, K - 1)))
+    for acc in (ME.per_exit_accuracy(probs, y), ME.anytime_mode_accuracy(probs, y)):
+        assert acc.shape == (S, M) and ((0 <= acc) & (acc <= 100)).all()
+
+
+@settings(deadline=None)  # a training function
+@given(st.integers(1, 3), st.integers(2, 12), st.floats(1e-3, 0.5), st.integers(0, 2**16))
+def test_training_valid_inputs_give_finite_losses(n_models, n, lr, seed):
+    from lib.nets import BatchedMLP
+    from lib.train import logistic_per_model, train_full_batch, train_minibatch
+
+    g = torch.Generator().manual_seed(seed)
+    X, y = torch.randn(n, 2, generator=g), torch.randint(0, 2, (n,), generator=g).float() * 2 - 1
+    hist = train_full_batch(BatchedMLP([2, 4, 1], n_models=n_models), X, y, logistic_per_model, 5, lr=lr,
+                            progress=False)
+    assert hist.losses().shape == (len(hist.steps), n_models) and np.isfinite(hist.losses()).all()
+    hist = train_minibatch(BatchedMLP([2, 4, 1], n_models=n_models), X, y, logistic_per_model, 2, 4, lr=lr,
+                           seed=seed, progress=False)
+    assert hist.losses().shape == (2, n_models) and np.isfinite(hist.losses()).all()
