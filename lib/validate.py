@@ -89,9 +89,8 @@ def integer(value, name: str, *, min: int | None = None, max: int | None = None)
         raise _type_error(name, "an int", value)
     value = int(value)
     if (min is not None and value < min) or (max is not None and value > max):
-        lo = "" if min is None else f"{min} <= "
-        hi = "" if max is None else f" <= {max}"
-        raise _value_error(name, f"an int with {lo}{name}{hi}", value)
+        parts = ([] if min is None else [f">= {min}"]) + ([] if max is None else [f"<= {max}"])
+        raise _value_error(name, "an int " + " and ".join(parts), value)
     return value
 
 

@@ -321,7 +321,7 @@ def _specs():
         ("equivalence", "identifiable_network", lambda: dict(widths=([2, 2, 1], "widths"), seed=(0, SE), domain=((-1, 1), "list"), max_tries=(500, C))),
         ("equivalence", "recover", lambda: dict(f=(lambda X, net=E.identifiable_network((2, 2, 2, 1), 1): E.forward(net, X)[:, 0], "callable"), input_dim=(2, C), domain=((-1, 1), "list"),
                                                   seed=(1, SE), max_layers=(4, C), max_attempts=(5, C))),
-        ("equivalence", "counterexample", lambda: dict(name=("dead_neuron", "choice"), delta=(0.1, RA))),
+        ("equivalence", "counterexample", lambda: dict(name=("dead_neuron", "choice"), delta=(0.1, RE))),
         ("equivalence", "CountingOracle", lambda: dict(f=(lambda X: X[:, 0], "callable"))),
         # nets
         ("nets", "activate", lambda: dict(z=(Xt(), "elementwise"), activation=("leaky_relu", "choice"), negative_slope=(0.01, "slope"))),
@@ -495,6 +495,13 @@ def classify(fn, kwargs, arg) -> tuple[str, str]:
     return "none", "no error"
 
 
+def _defaults(fn) -> dict:
+    try:
+        return {k: p.default for k, p in inspect.signature(fn).parameters.items()}
+    except (TypeError, ValueError):
+        return {}
+
+
 def sweep(verbose: bool = False, only=None) -> dict:
     import torch
     torch.set_num_threads(1)
@@ -513,10 +520,7 @@ def sweep(verbose: bool = False, only=None) -> dict:
         if outcome != "none":
             broken.append(f"{module}.{name}: the valid call fails: {what}")
             continue
-        try:
-            defaults = {k: p.default for k, p in inspect.signature(fn).parameters.items()}
-        except (TypeError, ValueError):
-            defaults = {}
+        defaults = _defaults(fn)
         for arg, (value, kind) in valid.items():
             if kind is None:
                 continue
