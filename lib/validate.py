@@ -211,7 +211,8 @@ def _check_shape(name: str, shape, ndim, want, nonempty: bool, value) -> None:
     if ndim is not None:
         ndims = (ndim,) if isinstance(ndim, int) else tuple(ndim)
         if len(shape) not in ndims:
-            raise _value_error(name, f"an array with {' or '.join(map(str, ndims))} dimensions", value)
+            raise _value_error(name, f"an array with {' or '.join(map(str, ndims))} dimensions "
+                                     f"({' or '.join(f'{d}-D' for d in ndims)})", value)
     if want is not None and not _shape_ok(tuple(shape), tuple(want)):
         raise _value_error(name, f"an array of shape {_shape_text(want)}", value)
     if nonempty and math.prod(shape) == 0:
