@@ -182,8 +182,10 @@ def test_train_full_batch_stops_at_a_nan_loss_naming_step_and_lr():
     from lib.train import mse_per_model, train_full_batch
 
     X, y = torch.randn(16, 2, generator=torch.Generator().manual_seed(0)) * 10, torch.ones(16, 1) * 10
-    with pytest.raises(V.TrainingDivergedError, match=r"by step \d+ with lr=1000000\.0.*learning rate"):
-        train_full_batch(BatchedMLP([2, 8, 1], n_models=2), X, y, mse_per_model, 200, lr=1e6, progress=False)
+    with pytest.raises(V.TrainingDivergedError, match=r"by step \d+ with lr=1000000\.0.*learning rate") as err:
+        train_full_batch(BatchedMLP([2, 8, 1], n_models=2), X, y, mse_per_model, 20000, lr=1e6, progress=False)
+    step = int(str(err.value).split("by step ")[1].split()[0])
+    assert step <= 400  # fails fast: within log_every (200) steps of the blow-up, not at the end
 
 
 def test_train_minibatch_stops_at_a_nan_loss():
