@@ -1,10 +1,11 @@
 """Property-based bad-input tests (Hypothesis) for every public function of the thirteen lib modules.
 
 Each public function has one valid call and a kind per argument (``scripts/bad_input_sweep.py``,
-``SPECS``). A property per function: the valid call succeeds, and the call with *one* argument replaced
-by a bad value that Hypothesis draws for that argument's kind (a non-positive size, a NaN or inf at a
-random position of an array, a label out of range, a wrong type, ...) raises a ``ValueError`` or
-``TypeError`` whose message names that argument. ``HYPOTHESIS_PROFILE=thorough`` draws many more.
+``SPECS``). One test per (function, argument): the valid call succeeds; the call with that argument
+replaced by each fixed bad value of its kind (the sweep's: wrong type, empty, wrong ndim, NaN, a label
+out of range, ...) and by values Hypothesis draws (a non-positive size, an out-of-domain rate, a NaN
+or inf at a random position of an array, ...) raises a ``ValueError`` or ``TypeError`` whose message
+names that argument. ``HYPOTHESIS_PROFILE=thorough`` draws many more.
 """
 
 import importlib.util
@@ -58,19 +59,6 @@ def _inject(value, i, bad):
     return out
 
 
-def _bad_strategy(kind, valid):
-    fixed = []
-    for label, bad in sweep.BAD[kind].items():
-        fixed.append((label, bad))
-    base = st.sampled_from(fixed)
-    strategies = [base]
-    if kind in EXTRA:
-        strategies.append(EXTRA[kind].map(lambda v: ("random", v)))
-    if kind in ARRAY_KINDS and kind != "table":
-        strategies.append(st.tuples(st.integers(0, 10**6), nan_inf).map(lambda t: ("random NaN/inf", ("INJECT",) + t)))
-    return st.one_of(*strategies)
-
-
 def _resolve(kind, bad, valid):
     if isinstance(bad, tuple) and bad[:1] == ("INJECT",):
         return _inject(valid, bad[1], bad[2])
@@ -81,30 +69,48 @@ def _resolve(kind, bad, valid):
     return bad
 
 
-@pytest.mark.parametrize("key", sorted(SPECS))
-def test_bad_argument_raises_a_clear_error(key):
+CASES = sorted((key, arg) for key, (_, _, factory) in SPECS.items()
+               for arg, (_, kind) in factory().items() if kind is not None)
+
+
+def _check(key, arg, fn, call, label):
+    with pytest.raises((ValueError, TypeError)) as err:
+        fn(**call)
+    msg = str(err.value)
+    assert arg in msg or arg.replace("_", " ") in msg, f"{key}({arg}={label}): {msg}"
+
+
+@pytest.mark.parametrize("key, arg", CASES, ids=[f"{k}-{a}" for k, a in CASES])
+def test_bad_argument_raises_a_clear_error(key, arg):
+    """Every fixed bad value of the argument's kind (the sweep's), then random ones (Hypothesis)."""
     module, name, factory = SPECS[key]
     fn = getattr(importlib.import_module(f"lib.{module}"), name)
     fn(**{k: v for k, (v, _) in factory().items()})  # the valid call works
-    kinds = {k: kind for k, (_, kind) in factory().items() if kind is not None}
+    kind = factory()[arg][1]
     defaults = sweep._defaults(fn)
-
-    @settings(deadline=None if name in TRAINING else settings().deadline)
-    @given(st.data())
-    def prop(data):
-        arg = data.draw(st.sampled_from(sorted(kinds)), label="argument")
-        call = {k: v for k, (v, _) in factory().items()}
-        label, bad = data.draw(_bad_strategy(kinds[arg], call[arg]), label="bad value")
+    for label, bad in sweep.BAD[kind].items():
         if label == "None" and defaults.get(arg, "-") is None:
-            return  # None is this argument's default: intended
+            continue  # None is this argument's default: intended
+        call = {k: v for k, (v, _) in factory().items()}
         try:
-            bad = _resolve(kinds[arg], bad, call[arg])
+            call[arg] = _resolve(kind, bad, call[arg])
         except Exception:  # noqa: BLE001  (this bad value does not apply to this valid value)
-            return
-        call[arg] = bad
-        with pytest.raises((ValueError, TypeError)) as err:
-            fn(**call)
-        msg = str(err.value)
-        assert arg in msg or arg.replace("_", " ") in msg, f"{key}({arg}={label}): {msg}"
+            continue
+        _check(key, arg, fn, call, label)
+    if kind not in EXTRA and kind not in ARRAY_KINDS - {"table"}:
+        return
+    random_bad = []
+    if kind in EXTRA:
+        random_bad.append(EXTRA[kind])
+    if kind in ARRAY_KINDS - {"table"}:
+        random_bad.append(st.tuples(st.integers(0, 10**6), nan_inf).map(lambda t: ("INJECT",) + t))
+
+    @settings(max_examples=max(3, settings().max_examples // 2),
+              deadline=None if name in TRAINING else settings().deadline)
+    @given(st.one_of(*random_bad))
+    def prop(bad):
+        call = {k: v for k, (v, _) in factory().items()}
+        call[arg] = _resolve(kind, bad, call[arg])
+        _check(key, arg, fn, call, repr(bad)[:40])
 
     prop()
