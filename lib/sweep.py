@@ -71,6 +71,8 @@ def run_once(notebook: Path, seed: int, threads: int, cell_timeout: int) -> Run:
         records = Path(tmp) / "checks.jsonl"
         env = {**os.environ, "REPRO_SCALE": "quick", "REPRO_SEED": str(seed), "REPRO_THREADS": str(threads),
                CHECKS_FILE_ENV: str(records), "PYTHONPATH": str(root)}
+        if threads > 1:  # idle OpenMP threads sleep instead of spinning: on a busy machine spinning threads
+            env.setdefault("OMP_WAIT_POLICY", "PASSIVE")  # of one run starve the other (same arithmetic)
         start = time.perf_counter()
         proc = subprocess.run([sys.executable, "-m", "lib.run", "--timeout", str(cell_timeout), "--out", tmp,
                                str(notebook.resolve())], cwd=root, env=env, capture_output=True, text=True)

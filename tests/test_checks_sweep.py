@@ -182,3 +182,24 @@ def test_write_record_refuses_a_dirty_tree_and_stores_the_sweep(tmp_path, monkey
     runs[1].chapter = "other"
     with pytest.raises(SystemExit, match="chapter key"):
         sweep.write_record(path, runs, summary, 1.0, allow_dirty=False)
+
+
+def test_run_once_sets_the_run_environment(tmp_path, monkeypatch):
+    """Each run gets quick scale, its seed and threads, a checks file; multi-thread runs wait passively."""
+    import subprocess
+
+    seen = []
+
+    def fake_run(cmd, cwd, env, capture_output, text):
+        seen.append(env)
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(sweep.subprocess, "run", fake_run)
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    nb = Path(__file__).resolve().parent.parent / "chapters" / "00_how_to_read.ipynb"
+    for threads in (1, 2):
+        assert sweep.run_once(nb, seed=7, threads=threads, cell_timeout=60).passed
+    one, two = seen
+    assert (one["REPRO_SCALE"], one["REPRO_SEED"], one["REPRO_THREADS"]) == ("quick", "7", "1")
+    assert two["REPRO_THREADS"] == "2" and two["OMP_WAIT_POLICY"] == "PASSIVE"
+    assert "OMP_WAIT_POLICY" not in one and one[sweep.CHECKS_FILE_ENV]
