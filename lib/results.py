@@ -46,13 +46,18 @@ def _to_jsonable(value):
     raise ValueError(f"cannot store a value of type {type(value).__name__} in results JSON")
 
 
-def git_commit() -> str:
-    """The repository's current commit (with ``-dirty`` if the tree has changes), or ``unknown``."""
+def git_commit(root: Path | None = None) -> str:
+    """The repository's current commit (with ``-dirty`` if tracked files changed), or ``unknown``.
+
+    Changes under ``results/`` do not count: they are the runs' outputs, not the code that made them
+    (so one full run after another, ``REPRO_SCALE=full python -m lib.run chapters/*.ipynb``, works).
+    """
+    root = root or REPO_ROOT
     try:
-        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=REPO_ROOT, capture_output=True,
+        head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=root, capture_output=True,
                               text=True, timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"],
-                               cwd=REPO_ROOT, capture_output=True, text=True, timeout=10).stdout
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ".",
+                                ":(exclude)results"], cwd=root, capture_output=True, text=True, timeout=10).stdout
         return head + ("-dirty" if dirty.strip() else "")
     except (OSError, subprocess.SubprocessError):
         return "unknown"

@@ -5,6 +5,7 @@ import pytest
 
 from lib import results
 
+REAL_GIT_COMMIT = results.git_commit  # the autouse fixture below replaces it during each test
 
 @pytest.fixture(autouse=True)
 def _clean_commit(monkeypatch):
@@ -129,3 +130,26 @@ def test_setup_refuses_a_dirty_full_run_before_training(monkeypatch, commit):
     commit("abc123-dirty")
     with pytest.raises(results.DirtyTreeError):
         setup(ChapterScales("demo", quick=1, full=2, paper=3))
+
+
+def test_git_commit_ignores_run_outputs_under_results(tmp_path):
+    """A finished full run's results/<chapter>/full.json must not make the next chapter's run 'dirty'."""
+    import subprocess
+
+    def git(*args):
+        return subprocess.run(["git", *args], cwd=tmp_path, check=True, capture_output=True, text=True).stdout.strip()
+
+    git("init", "-q")
+    git("config", "user.email", "t@example.org")
+    git("config", "user.name", "t")
+    (tmp_path / "results" / "a").mkdir(parents=True)
+    (tmp_path / "results" / "a" / "full.json").write_text("{}")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    git("add", ".")
+    git("commit", "-q", "-m", "init")
+    head = git("rev-parse", "HEAD")
+    assert REAL_GIT_COMMIT(tmp_path) == head
+    (tmp_path / "results" / "a" / "full.json").write_text('{"new": 1}')
+    assert REAL_GIT_COMMIT(tmp_path) == head
+    (tmp_path / "code.py").write_text("x = 2\n")
+    assert REAL_GIT_COMMIT(tmp_path) == head + "-dirty"
