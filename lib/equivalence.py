@@ -59,13 +59,7 @@ class RecoveryError(RuntimeError):
 # ----------------------------------------------------------------------------------------------
 
 def _check_domain(domain) -> tuple[float, float]:
-    try:
-        lo, hi = (float(v) for v in domain)
-    except (TypeError, ValueError):
-        raise ValueError(f"domain must be a pair (lo, hi), got {domain!r}") from None
-    if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
-        raise ValueError(f"domain must be a bounded interval lo < hi, got {domain!r}")
-    return lo, hi
+    return V.interval(domain, "domain")
 
 
 def widths_of(params) -> list[int]:

@@ -30,6 +30,7 @@ from math import comb
 
 import numpy as np
 
+from lib import validate as V
 from lib.nets import activation_patterns, as_float64_inputs, as_float64_params, check_leak, leaky_np
 
 __all__ = ["Region", "Interval", "local_affine", "regions_2d", "regions_1d", "polygon_area", "arrangement_bound",
@@ -193,12 +194,7 @@ def regions_1d(params, interval, alpha: float = 0.0, min_length: float = 1e-12) 
     pre-activation (an affine function of ``x`` there). Pieces shorter than ``min_length`` are dropped.
     """
     params, alpha = as_float64_params(params), check_leak(alpha)
-    try:
-        lo, hi = (float(v) for v in interval)
-    except (TypeError, ValueError):
-        raise ValueError(f"interval must be (lo, hi), got {interval!r}") from None
-    if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
-        raise ValueError(f"interval must be finite with lo < hi, got {interval!r}")
+    lo, hi = V.interval(interval, "interval")
     if params[0][0].shape[1] != 1:
         raise ValueError(f"regions_1d needs a 1-input network, got {params[0][0].shape[1]} inputs")
     pieces = [(lo, hi, (), np.ones(1), np.zeros(1))]          # local map of the layer output: x -> A x + a

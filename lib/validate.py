@@ -158,6 +158,17 @@ def slope(value, name: str = "alpha") -> float:
     return fraction(value, name)
 
 
+def interval(value, name: str) -> tuple[float, float]:
+    """A finite pair ``(lo, hi)`` with ``lo < hi``, as floats (domains of chapters 01 and 08)."""
+    try:
+        lo, hi = (float(v) for v in value)
+    except (TypeError, ValueError):
+        raise ArgumentValueError(f"{name} must be a pair (lo, hi), got {describe(value)}") from None
+    if not (np.isfinite(lo) and np.isfinite(hi) and lo < hi):
+        raise ArgumentValueError(f"{name} must be a finite interval with lo < hi, got {value!r}")
+    return lo, hi
+
+
 def choice(value, name: str, options: Iterable):
     """``value`` if it is one of ``options`` (compared with ``==``), else a ValueError listing them."""
     options = tuple(options)

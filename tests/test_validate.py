@@ -357,3 +357,12 @@ def test_training_valid_inputs_give_finite_losses(n_models, n, lr, seed):
     hist = train_minibatch(BatchedMLP([2, 4, 1], n_models=n_models), X, y, logistic_per_model, 2, 4, lr=lr,
                            seed=seed, progress=False)
     assert hist.losses().shape == (2, n_models) and np.isfinite(hist.losses()).all()
+
+
+def test_interval():
+    from lib import validate as V
+
+    assert V.interval((0, 2.5), "domain") == (0.0, 2.5)
+    for bad in [(1, 1), (2, 1), (0, float("inf")), (0, float("nan")), (1,), "ab", None, 3]:
+        with pytest.raises(ValueError, match="domain must be"):
+            V.interval(bad, "domain")
