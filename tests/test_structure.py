@@ -64,6 +64,11 @@ def test_first_code_cell_is_the_shared_bootstrap(nb):
     assert "# Bootstrap" in reference
 
 
+def test_bootstrap_cell_is_hidden_in_the_book(nb):
+    """The bootstrap is plumbing: the rendered book folds it away (a reader can still open it)."""
+    assert "hide-input" in _code(nb)[0].metadata.get("tags", []), "tag the bootstrap cell 'hide-input'"
+
+
 def test_bootstrap_url_matches_config():
     bootstrap = _code(nbformat.read(CHAPTERS[0], as_version=4))[0].source
     urls = re.findall(r'REPO_URL = "([^"]+)"', bootstrap)
@@ -128,6 +133,25 @@ def test_seed_sweep_is_recorded_and_current(path):
     commit = rec["provenance"]["git_commit"]
     assert not commit.endswith("-dirty") and commit != "unknown", commit
     shown = subprocess.run(["git", "show", f"{commit}:chapters/{path.name}"], cwd=ROOT, capture_output=True, text=True)
-    if shown.returncode == 0:  # in a clone with history: the sweep must be of the notebook as it is now
-        assert shown.stdout == path.read_text(), \
-            f"{path.name} changed since its seed sweep at {commit[:8]}: re-run python -m lib.sweep {path} --write"
+    if shown.returncode == 0:  # in a clone with history: the sweep must be of the notebook's code as it is now
+        assert _code_sources(nbformat.reads(shown.stdout, as_version=4)) == _code_sources(nbformat.read(path, 4)), \
+            f"{path.name}'s code changed since its seed sweep at {commit[:8]}: re-run python -m lib.sweep {path} --write"
+
+
+def _code_sources(nb):
+    """What a seed sweep depends on: the code cells' sources, in order. Prose and cell tags (such as the
+    bootstrap's 'hide-input') do not change what a run computes, so editing them keeps a sweep current."""
+    return [c.source for c in _code(nb)]
+
+
+def test_sweep_currency_sees_code_and_ignores_prose():
+    nb = nbformat.read(CHAPTERS[0], as_version=4)
+    prose = nbformat.from_dict(nb)
+    for c in prose.cells:
+        if c.cell_type == "markdown":
+            c.source += "\nAn extra sentence."
+        c.metadata["tags"] = ["an-extra-tag"]
+    assert _code_sources(prose) == _code_sources(nb)
+    code = nbformat.from_dict(nb)
+    _code(code)[-1].source += "\nx = 1"
+    assert _code_sources(code) != _code_sources(nb)
