@@ -87,3 +87,75 @@ def test_thread_count_reads_repro_threads(monkeypatch):
         monkeypatch.setenv("REPRO_THREADS", bad)
         with pytest.raises(ValueError, match="REPRO_THREADS"):
             scale.thread_count()
+
+
+@pytest.mark.parametrize("raw", [None, "", "  "])
+def test_unset_or_blank_variables_take_their_defaults(monkeypatch, raw):
+    for name in ("REPRO_SCALE", "REPRO_SEED", "REPRO_THREADS"):
+        if raw is None:
+            monkeypatch.delenv(name, raising=False)
+        else:
+            monkeypatch.setenv(name, raw)
+    assert (scale.current_scale(), scale.seed_offset(), scale.thread_count()) == ("quick", 0, 1)
+    assert scale.seeds(2) == [0, 1]
+
+
+def test_seed_counts_and_indices_at_their_bounds(monkeypatch):
+    monkeypatch.setenv("REPRO_SEED", "3")
+    assert scale.seeds(1) == [3000]
+    assert scale.seeds(1000)[-1] == 3999 and len(scale.seeds(1000)) == 1000
+    assert scale.seed() == 3000 and scale.seed(999) == 3999
+    with pytest.raises(ValueError, match=r"number of seeds must be an int in \[1, 1000\], got 0"):
+        scale.seeds(0)
+    with pytest.raises(ValueError, match=r"seed index must be an int in \[0, 1000\), got -1"):
+        scale.seed(-1)
+    with pytest.raises(ValueError, match="seed index"):
+        scale.seed(True)
+
+
+def test_error_messages_name_the_variable_and_the_value(monkeypatch):
+    monkeypatch.setenv("REPRO_SEED", "-2")
+    with pytest.raises(ValueError, match="^REPRO_SEED must be a non-negative integer, got -2$"):
+        scale.seed_offset()
+    monkeypatch.setenv("REPRO_SEED", "x")
+    with pytest.raises(ValueError, match="^REPRO_SEED must be a non-negative integer, got 'x'$"):
+        scale.seed_offset()
+    monkeypatch.setenv("REPRO_THREADS", "0")
+    with pytest.raises(ValueError, match="^REPRO_THREADS must be a positive integer, got 0$"):
+        scale.thread_count()
+    monkeypatch.setenv("REPRO_SCALE", "Huge")
+    with pytest.raises(ValueError, match=r"REPRO_SCALE must be one of \('quick', 'full', 'paper'\), got 'huge'"):
+        scale.current_scale()
+
+
+def test_set_threads_defaults_to_one_and_pins_both_pools():
+    import torch
+
+    from threadpoolctl import threadpool_info
+
+    assert scale.set_threads(2) == 2 and torch.get_num_threads() == 2
+    assert scale.set_threads() == 1 and torch.get_num_threads() == 1
+    assert all(pool["num_threads"] == 1 for pool in threadpool_info())
+    for bad in (0, 1.0, True):
+        with pytest.raises(ValueError, match="thread count must be a positive int"):
+            scale.set_threads(bad)
+
+
+def test_chapter_scales_messages_and_selection():
+    with pytest.raises(TypeError, match="chapter"):
+        scale.ChapterScales(3, quick=Cfg(1), full=Cfg(2), paper=Cfg(3))
+    for bad in ("", "a-b"):
+        with pytest.raises(ValueError, match="chapter key must be a non-empty identifier"):
+            scale.ChapterScales(bad, quick=Cfg(1), full=Cfg(2), paper=Cfg(3))
+    assert scale.ChapterScales("a_b1", quick=Cfg(1), full=Cfg(2), paper=Cfg(3)).chapter == "a_b1"
+    assert [CH.for_scale(s).n for s in scale.SCALES] == [1, 2, 3]
+
+
+def test_banner_states_every_setting(monkeypatch):
+    monkeypatch.setenv("REPRO_SEED", "4")
+    monkeypatch.setenv("REPRO_SCALE", "full")
+    text = scale.banner(CH)
+    assert text.startswith("Chapter 'demo': scale = 'full', seed offset REPRO_SEED = 4, threads REPRO_THREADS = 1.\n")
+    assert "Config: Cfg(n=2)\n" in text and "REPRO_SCALE=quick|full|paper" in text
+    with pytest.raises(TypeError, match="chapter"):
+        scale.banner("demo")

@@ -1,5 +1,6 @@
 """The book's structure: table of contents, notebook hygiene, the chapter anatomy (BOOK_DESIGN.md)."""
 
+import ast
 import re
 from pathlib import Path
 
@@ -81,10 +82,37 @@ def test_chapter_anatomy(nb):
     assert re.search(r"^## Paper vs this book", markdown, re.M), "missing the 'Paper vs this book' section"
     assert re.search(r"^## Beyond the document", markdown, re.M), "missing the 'Beyond the document' section"
     code = [c.source for c in _code(nb)]
-    assert any(re.search(r"^\s*assert ", s, re.M) for s in code), "no assert cell"
+    calls = [n for s in code for n in ast.walk(_parse_cell(s)) if isinstance(n, ast.Call)]
+    checks = [c for c in calls if _called_name(c) == "check"]
+    assert checks, "no lib.checks.check call: a chapter's statistical checks go through it"
+    for c in checks:  # check(name, value, op, threshold): a stated quantity, comparison and threshold
+        named = not (c.args and isinstance(c.args[0], ast.Constant) and not isinstance(c.args[0].value, str))
+        assert len(c.args) + len(c.keywords) == 4 and named, \
+            f"check(...) at line {c.lineno} must name its quantity and give value, op and threshold"
+    asserts = [n for s in code for n in ast.walk(_parse_cell(s)) if isinstance(n, ast.Assert)]
+    assert asserts, "no assert (the chapter's exact checks)"
+    constant = [a.lineno for a in asserts if isinstance(a.test, ast.Constant)]
+    assert not constant, f"asserts of a constant cannot fail (lines {constant})"
     assert any("paper_vs_ours(" in s for s in code), "the comparison table must come from lib.results.paper_vs_ours"
     assert any("widgets." in s for s in code), "no ipywidgets control"
     assert any("save_results(" in s for s in code), "the chapter must save its full-scale metrics"
+
+
+def _parse_cell(source: str) -> ast.Module:
+    """A code cell as Python (IPython magics and shell lines blanked)."""
+    return ast.parse("\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines()))
+
+
+def _called_name(call: ast.Call) -> str | None:
+    f = call.func
+    return f.id if isinstance(f, ast.Name) else f.attr if isinstance(f, ast.Attribute) else None
+
+
+def test_anatomy_rejects_constant_asserts_and_unstated_checks():
+    bad = _parse_cell("assert True\ncheck(0.5, '>=', 0.1)\n%time x = 1")
+    assert [a.test.value for a in ast.walk(bad) if isinstance(a, ast.Assert)] == [True]
+    call = next(n for n in ast.walk(bad) if isinstance(n, ast.Call))
+    assert _called_name(call) == "check" and len(call.args) == 3  # a check without its name: refused above
 
 
 def test_execution_config_is_explicit():
