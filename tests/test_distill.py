@@ -291,3 +291,21 @@ def test_paper_scale_one_step():
         wd = D.train_linear_student(Xd, np.ones(cfg.deep_d), 1, 1e-3, depth=L, init_scale=cfg.deep_r0[-1],
                                     width=cfg.deep_width)
         assert wd.shape == (cfg.deep_d,) and np.all(np.isfinite(wd))
+
+
+@pytest.mark.parametrize("n", [2, 5, 20])
+def test_bound_519_and_its_tight_form_match_their_closed_forms(n):
+    # kappa = 1: p(beta) = 1 - x and p(pi/2 - beta) = x with x = 2 beta / pi, so (5.19) is
+    # min_x 1 - x + x^n, attained at x = n^(-1/(n-1)), and the proof's tight form min_x 1 - x + x^(n+1),
+    # attained at x = (n+1)^(-1/n): a bound equal to the loose one would fail the second line.
+    p = lambda t: D.reverse_cdf(t, kappa=1.0)
+    x = n ** (-1 / (n - 1))
+    assert D.risk_bound_519(p, n, nbeta=20001) == pytest.approx(1 - x + x ** n, abs=1e-7)
+    x = (n + 1) ** (-1 / n)
+    assert D.risk_bound_519(p, n, nbeta=20001, tight=True) == pytest.approx(1 - x + x ** (n + 1), abs=1e-7)
+
+
+def test_corollary_bounds_match_their_formulas_at_hand_worked_points():
+    assert D.cor52_bound(1.0, 100) == pytest.approx((1 + np.log(100)) / 100, rel=1e-12)
+    assert D.cor52_bound(0.5, 16) == pytest.approx((1 + np.log(16) ** 0.5) / 4, rel=1e-12)
+    assert D.cor51_bound(0.9, 10) == pytest.approx(0.9 ** 10, rel=1e-12)

@@ -231,3 +231,20 @@ def test_paper_scale_one_step():
     probs = me.exit_probs(model, X[0, :8])
     assert probs.shape == (2, len(cfg.widths), 8, 100) and np.isfinite(probs).all()
     assert me.anytime_mode_accuracy(probs, y[0, :8].numpy(), topk=cfg.topk).shape == (2, len(cfg.widths))
+
+
+def test_annealer_stops_at_the_closed_form_temperature():
+    # Teacher logits (6, 0, 0, 0): the tempered confidence e^(6/tau) / (e^(6/tau) + 3) falls to mu = 0.5
+    # exactly when tau >= 6 / ln 3, so Algorithm 6.1 multiplies tau by 1.05 until the first power of 1.05
+    # at or above 6 / ln 3 and never again (an annealer that read the raw confidence would grow forever).
+    ann = me.TemperatureAnnealer(mu=0.5, mult=1.05)
+    z = torch.tensor([[6.0, 0.0, 0.0, 0.0]]).repeat(3, 1)
+    taus = [ann.step(z).item() for _ in range(200)]
+    k = int(np.ceil(np.log(6 / np.log(3)) / np.log(1.05)))
+    assert taus[-1] == pytest.approx(1.05 ** k, rel=1e-5), f"tau ends at {taus[-1]}, expected 1.05^{k}"
+    assert sum(b > a for a, b in zip(taus, taus[1:])) == k - 1 and taus[k - 1] == taus[-1]
+    h = ann.history()
+    raw = np.exp(6) / (np.exp(6) + 3)
+    assert h["conf"][:, 0] == pytest.approx(np.full(200, raw), rel=1e-5)  # the logged raw confidence (tau = 1)
+    tempered = np.exp(6 / np.array([1.0] + taus[:-1]))
+    assert h["adj_conf"][:, 0] == pytest.approx(tempered / (tempered + 3), rel=1e-4)
