@@ -267,66 +267,138 @@ def swaps(table) -> int:
 
 @lru_cache(maxsize=None)
 def _bb_setup(n: int):
-    """Tables for the branch and bound: changes of every (n-1)-input function along every order type,
-    the order type each n-dimensional order type induces on the x1 and xn sub-cubes, and the pairs."""
+    """Tables for the branch and bound (Chapter 6, Beyond the document).
+
+    Order types are numbered so that those inducing the same order types on all 2n sub-cubes
+    x_j = 0 / 1 (the same on both halves) form a contiguous *block*, and blocks with the same order
+    types on the x1 and xn sub-cubes form a contiguous *group*. Returns a dict with ``maps`` (the
+    input transforms kept), ``group_sub`` (groups, 2: sub-cube order types of x1, xn),
+    ``group_blocks`` (start, count of each group's blocks), ``block_sub`` (blocks, n: sub-cube order
+    type per coordinate), ``block_orders`` (start, count of each block's order types), ``sub_changes``
+    (changes of every (n-1)-input function, by id, along every (n-1)-dimensional order type), and
+    ``lut`` (chunks * 2^c * K,) uint32: for chunk k of c corners, chunk value v and order type o, the
+    bits at the places that order o gives to the corners set in v. OR-ing the chunks of a function's
+    id gives its table read along o; the changes are the popcount of ``x ^ (x >> 1)`` on the first
+    2^n - 1 bits.
+    """
     N = 2 ** n
-    keep, pair_perm, _, iu, ju = _swaps_setup(n)
-    maps = _signed_permutations(n)[2][keep]
+    keep = _swaps_setup(n)[0]
+    C = cube(n, pm=False)
     _, orders = order_types(n)
     _, sub_orders = order_types(n - 1)
     sub_key = {tuple(o): i for i, o in enumerate(sub_orders)}
-    r_first = np.array([sub_key[tuple(o[o < N // 2])] for o in orders])  # x1 = 0 sub-cube
-    r_last = np.array([sub_key[tuple(o[o % 2 == 0] // 2)] for o in orders])  # xn = 0 sub-cube
-    groups, group_of = np.unique(np.stack([r_first, r_last], 1), axis=0, return_inverse=True)
-    group_of = group_of.ravel()
-    by_group = np.argsort(group_of, kind="stable")
-    group_len = np.bincount(group_of, minlength=len(groups))
-    group_start = np.r_[0, np.cumsum(group_len)[:-1]]
-    F = 2 ** (N // 2)
-    ids = np.arange(F, dtype=np.int64)
-    bits = np.array([(ids >> (N // 2 - 1 - k)) & 1 for k in range(N // 2)], dtype=np.int8)
+
+    def restricted_type(order, j):  # order type of the sub-cube x_j = 0, coordinate j removed
+        corners = order[C[order, j] == 0]
+        low = 1 << (n - 1 - j)
+        return sub_key[tuple((corners // (2 * low)) * low + corners % low)]
+
+    sub = np.array([[restricted_type(o, j) for j in range(n)] for o in orders])
+    key = np.concatenate([sub[:, [0, n - 1]], sub], axis=1)
+    renumber = np.lexsort(key.T[::-1])
+    orders, sub, key = orders[renumber], sub[renumber], key[renumber]
+    block_first = np.flatnonzero(np.r_[True, (np.diff(key, axis=0) != 0).any(1)])
+    block_orders = np.stack([block_first, np.diff(np.r_[block_first, len(orders)])], 1)
+    block_sub = sub[block_first]
+    group_first = np.flatnonzero(np.r_[True, (np.diff(block_sub[:, [0, n - 1]], axis=0) != 0).any(1)])
+    group_blocks = np.stack([group_first, np.diff(np.r_[group_first, len(block_first)])], 1)
+    group_sub = block_sub[group_first][:, [0, n - 1]]
+    sub_ids = np.arange(2 ** (N // 2), dtype=np.int64)
+    bits = np.array([(sub_ids >> (N // 2 - 1 - k)) & 1 for k in range(N // 2)], dtype=np.int8)
     sub_changes = np.stack([(bits[o[:-1]] != bits[o[1:]]).sum(0) for o in sub_orders], 1).astype(np.int8)
-    pair_index = np.zeros((N, N), dtype=np.int64)
-    pair_index[iu, ju] = np.arange(len(iu))
-    pair_index[ju, iu] = np.arange(len(iu))
-    order_pairs = pair_index[orders[:, :-1], orders[:, 1:]]
-    powers = 1 << np.arange(N // 2 - 1, -1, -1)
-    return (maps, pair_perm.astype(np.int16), order_pairs, groups, by_group, group_len, group_start,
-            sub_changes, powers, iu, ju)
+    sub_id = np.zeros((N, 2 * n))  # table of f o T (0/1 row) @ sub_id = ids of its 2n restrictions
+    for j in range(n):
+        for b in (0, 1):
+            sub_id[C[:, j] == b, 2 * j + b] = 2.0 ** np.arange(N // 2 - 1, -1, -1)
+    c = min(8, N)  # corners per chunk of the id
+    place = np.argsort(orders, axis=1)  # place[o, corner]
+    values = (np.arange(2 ** c)[:, None] >> np.arange(c - 1, -1, -1)[None, :]) & 1  # (2^c, c)
+    lut = np.stack([(values[None] << (N - 1 - place[:, None, k * c:(k + 1) * c])).sum(-1)
+                    for k in range(N // c)])  # (chunks, K, 2^c)
+    return dict(maps=_signed_permutations(n)[2][keep], group_sub=group_sub, group_blocks=group_blocks,
+                block_sub=block_sub, block_orders=block_orders, sub_changes=sub_changes,
+                lut=np.ascontiguousarray(lut.transpose(0, 2, 1)).astype(np.uint32).ravel(), chunk_bits=c,
+                sub_id=sub_id, K=len(orders))
 
 
-def swaps_branch_and_bound(table) -> int:
+_POPCOUNT16 = np.array([bin(v).count("1") for v in range(2 ** 16)], dtype=np.int8)
+
+
+def _chamber_changes(chunk_index, lut, n_bits: int, ti, oi):
+    """Changes of the functions ``ti`` along the order types ``oi`` (one chamber per entry).
+
+    ``chunk_index`` (chunks, functions): offset of each function's chunk values in ``lut``.
+    """
+    at = chunk_index[:, ti]  # (chunks, m): where each chamber's chunk values start in the table
+    x = lut[at[0] + oi]
+    for k in range(1, len(at)):
+        x |= lut[at[k] + oi]
+    x = (x ^ (x >> np.uint32(1))) & np.uint32((1 << (n_bits - 1)) - 1)
+    return _POPCOUNT16[x & np.uint32(0xFFFF)] + _POPCOUNT16[x >> np.uint32(16)]
+
+
+def _expand(starts_counts, idx):
+    """For rows ``idx`` of a (start, count) table: the row of each item and the items themselves."""
+    start, count = starts_counts[idx, 0], starts_counts[idx, 1]
+    row = np.repeat(np.arange(len(idx)), count)
+    return row, np.repeat(start - np.cumsum(count) + count, count) + np.arange(count.sum())
+
+
+def swaps_branch_and_bound(table, chunk: int = 8192) -> int:
     """Exact swaps value of one function of 2 <= n <= 5 inputs by branch and bound (Chapter 6, Beyond).
 
-    Restricting an order to the sub-cubes x1 = 0, x1 = 1, xn = 0, xn = 1 never adds changes, so each
-    chamber's count is at least the largest count of the four restrictions, read from a table of all
-    (n-1)-input functions. Chambers are then counted exactly level by level of this lower bound, and
-    the search stops as soon as the next level cannot beat the best count found.
+    Every chamber is an input transform T (one of each pair reversed by negating all inputs) and an
+    order type o; its count is the changes of f o T along o. Transforms that give the same function
+    up to output negation have the same counts, so each distinct one is kept once (parity: one).
+    Restricting an order to a sub-cube x_j = 0 or x_j = 1 never adds changes, so a chamber's count is
+    at least the largest count of its 2n restrictions, read from a table of all (n-1)-input
+    functions. A cheap bound from the x1 and xn sub-cubes (per group of order types) says which
+    chambers can matter at each level; their full 2n-restriction bound (per block) says at which
+    level they are counted, exactly (bit operations on the function's id), ``chunk`` at a time. The
+    search stops when a count equals the level or the level reaches the best count found.
     """
     t, n = check_tables(table, name="table")
     if t.ndim != 1 or n < 2:
         raise ValueError("swaps_branch_and_bound takes one truth table of n >= 2 inputs")
-    (maps, pair_perm, order_pairs, groups, by_group, group_len, group_start, sub_changes, powers,
-     iu, ju) = _bb_setup(n)
-    f = t.astype(np.int64)
-    G = f[maps]  # every input transform of f (one of each reversed pair)
-    half = G.shape[1] // 2
-    low_first = np.maximum(sub_changes[G[:, :half] @ powers], sub_changes[G[:, half:] @ powers])
-    low_last = np.maximum(sub_changes[G[:, 0::2] @ powers], sub_changes[G[:, 1::2] @ powers])
-    bound = np.maximum(low_first[:, groups[:, 0]], low_last[:, groups[:, 1]])  # (transforms, groups)
-    disagree = (f[iu] != f[ju]).astype(np.int8)
-    best = 2 ** n
-    for level in range(int(bound.min()), 2 ** n):
+    chunk = V.positive_int(chunk, "chunk")
+    s = _bb_setup(n)
+    N, c = 2 ** n, s["chunk_bits"]
+    G = t.astype(np.float64)[s["maps"]]
+    G = np.abs(G - G[:, :1])  # output negation keeps every count: fix f(T 0) = 0
+    ids = np.unique((G @ 2.0 ** np.arange(N - 1, -1, -1)).astype(np.int64))  # float64 is exact here
+    G = ((ids[:, None] >> np.arange(N - 1, -1, -1)) & 1).astype(np.float64)
+    sub = s["sub_changes"][(G @ s["sub_id"]).astype(np.int64)]  # (T, 2n, K')
+    sub = np.maximum(sub[:, 0::2], sub[:, 1::2]).transpose(1, 0, 2)  # (n, T, K'): both halves of x_j
+    gs, K1 = s["group_sub"], sub.shape[2]
+    cheap = np.maximum(sub[0][:, gs[:, 0]], sub[n - 1][:, gs[:, 1]]).ravel()  # (T * groups,)
+    middle = [np.ascontiguousarray(sub[j]).ravel() for j in range(1, n - 1)]
+    block_sub = [np.ascontiguousarray(s["block_sub"][:, j]) for j in range(1, n - 1)]
+    shifts = N - c * np.arange(1, N // c + 1)
+    chunk_values = (ids[None, :] >> shifts[:, None]) & (2 ** c - 1)  # (chunks, T)
+    chunk_index = (chunk_values + 2 ** c * np.arange(N // c)[:, None]) * s["K"]
+    pt, pb, pl = np.zeros(0, np.int64), np.zeros(0, np.int64), np.zeros(0, np.int8)  # (t, block, bound) to do
+    best = N
+    for level in range(int(cheap.min()), N):
         if level >= best:
             break
-        t_idx, g_idx = np.nonzero(bound == level)
-        if len(t_idx) == 0:
-            continue
-        reps = group_len[g_idx]
-        offsets = np.arange(reps.sum()) - np.repeat(np.cumsum(reps) - reps, reps)
-        orders_idx = by_group[np.repeat(group_start[g_idx], reps) + offsets]
-        counts = disagree[pair_perm[np.repeat(t_idx, reps)[:, None], order_pairs[orders_idx]]].sum(1)
-        best = min(best, int(counts.min()))
+        t_new, g_new = np.divmod(np.flatnonzero(cheap == level), len(gs))
+        row, blocks = _expand(s["group_blocks"], g_new)
+        t_new = t_new[row]
+        full = np.full(len(blocks), level, dtype=np.int8)  # the x1 and xn sub-cubes give the level
+        offset = t_new * K1
+        for changes, types in zip(middle, block_sub):
+            np.maximum(full, changes[offset + types[blocks]], out=full)
+        pt, pb, pl = np.r_[pt, t_new], np.r_[pb, blocks], np.r_[pl, full]
+        now = pl == level
+        row, oi = _expand(s["block_orders"], pb[now])
+        ti = pt[now][row]
+        later = (pl > level) & (pl < best)
+        pt, pb, pl = pt[later], pb[later], pl[later]
+        for a in range(0, len(oi), chunk):
+            counts = _chamber_changes(chunk_index, s["lut"], N, ti[a:a + chunk], oi[a:a + chunk])
+            best = min(best, int(counts.min()))
+            if best == level:
+                break
     return best
 
 

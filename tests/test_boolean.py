@@ -121,6 +121,28 @@ def test_branch_and_bound_matches_matrix_product():
     assert [B.swaps(t) for t in tables5] == B.swaps_many(tables5).tolist()
     with pytest.raises(ValueError):
         B.swaps_branch_and_bound([0, 1])
+    with pytest.raises(ValueError):
+        B.swaps_branch_and_bound(B.parity_table(3), chunk=0)
+
+
+def test_branch_and_bound_symmetric_and_hard_functions():
+    """Functions with many symmetries (each distinct transform is kept once) and the largest swaps
+    values known at n = 5 (the most chambers to count) against the plain matrix product."""
+    weight = B.cube(5, pm=False).sum(1)
+    symmetric = np.array([(np.arange(6)[None, :] == weight[:, None]) @ ((k >> np.arange(6)) & 1)
+                          for k in range(64)], dtype=np.uint8)  # f depends on the number of ones only
+    hard = B.truth_table([int(s, 2) for s in ("11001101001010100101100010111000",
+                                              "00111011010000010001000111010010",
+                                              "00110111001010100110010111110000")], 5)
+    tables = np.concatenate([symmetric, hard])
+    expected = B.swaps_many(tables)
+    assert [B.swaps_branch_and_bound(t) for t in tables] == expected.tolist()
+    assert [B.swaps_branch_and_bound(t, chunk=1) for t in hard] == expected[-3:].tolist()
+    assert expected[-3:].tolist() == [8, 8, 9] and B.swaps_branch_and_bound(B.parity_table(5)) == 5
+    table4 = B.truth_table(np.random.default_rng(2).integers(0, 2 ** 16, 300), 4)
+    assert [B.swaps_branch_and_bound(t) for t in table4] == B.swaps_all(4)[[B.table_to_id(t) for t in table4]].tolist()
+    classes = B.truth_table(B.npn_classes(4), 4)  # one chamber at a time: the early stop within a level
+    assert [B.swaps_branch_and_bound(t, chunk=1) for t in classes] == B.swaps_all(4)[B.npn_classes(4)].tolist()
 
 
 def test_climb_max_swaps_small():
