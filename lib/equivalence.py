@@ -10,12 +10,17 @@ Sections of this module:
 * networks and their symmetries: :func:`forward`, :func:`apply_symmetry`, :func:`random_symmetry`
   (eqs. 2.1-2.4), :func:`canonicalize`, :func:`align`, :func:`equivalent`;
 * parameter Jacobian and its rank against the symmetry bound: :func:`param_jacobian`,
-  :func:`jacobian_rank`;
+  :func:`jacobian_rank`, and the part of the deficit that dead or always-active units explain,
+  :func:`jacobian_deficit`;
 * the conditions of Thm 2.1: :func:`check_general` (Def. A.11), :func:`check_transparent` (Def. A.12);
 * exact 2-D geometry: :func:`linear_regions_2d`, :func:`region_edges`, :func:`greedy_layers`
-  (canonical representation and dependency graph, Defs. A.3-A.5, Lemma 2.3);
+  (canonical representation and dependency graph, Defs. A.3-A.5, Lemma 2.3) and
+  :func:`dependency_paths` (the paths of Lemma A.17 that Thm 2.1 needs, and the path rule);
 * the theorem's construction :func:`identifiable_network` (Lemma A.17) and black-box recovery
   :func:`recover` (the proof of Thm A.1 turned into an algorithm);
+* one hidden layer of any width (new here): :func:`flip_sets` (the only extra symmetries are sign
+  flips of units whose output-weighted rows sum to zero), :func:`one_layer_network`,
+  :func:`recover_one_hidden_layer`;
 * the counterexamples of the chapter's "Which assumptions matter?" section: :func:`counterexample`.
 
 The float64 forward pass, pre-activations and parameter validation are :mod:`lib.nets`'s
@@ -45,7 +50,8 @@ __all__ = [
     "RecoveryError", "CountingOracle", "forward", "preactivations", "widths_of", "apply_symmetry",
     "random_symmetry", "canonicalize", "align", "equivalent", "random_network", "param_jacobian",
     "jacobian_rank", "check_general", "check_transparent", "Region", "Edge", "linear_regions_2d",
-    "region_edges", "lemma21_lengths", "greedy_layers", "identifiable_network", "recover",
+    "region_edges", "lemma21_lengths", "greedy_layers", "dependency_paths", "identifiable_network", "recover",
+    "jacobian_deficit", "flip_sets", "one_layer_network", "recover_one_hidden_layer",
     "counterexample", "COUNTEREXAMPLES",
 ]
 
@@ -232,6 +238,57 @@ def jacobian_rank(params, X, rel_tol: float = 1e-9, alpha: float = 0.0) -> tuple
     s = np.linalg.svd(J, compute_uv=False)
     rank = int((s > rel_tol * s[0]).sum()) if s[0] > 0 else 0
     return rank, J.shape[1] - sum(W.shape[0] for W, _ in _check_params(params)[:-1])
+
+
+def jacobian_deficit(params, X, rel_tol: float = 1e-9) -> dict:
+    """Split the Jacobian-rank deficit into the part that dead and always-active units explain, and the rest.
+
+    Directions of parameter space along which ``h`` stays the same on ``X`` to first order, known in
+    advance: the P/M scaling of each hidden unit (the ``sum_{l<L} d_l`` directions of the bound of
+    :func:`jacobian_rank`); for a unit inactive at every point of ``X`` (dead), each of its incoming
+    weights and bias and outgoing weights; for a unit active at every point (always active, so it acts
+    linearly), the bias shift ``b_l[i] += t, b_{l+1} -= t W_{l+1}[:, i]`` (counterexamples 1 and 2 of
+    the chapter). ``explained`` = dim(span of all these) - number of hidden units: the deficit these
+    units account for; ``other`` = ``deficit - explained``: flat directions none of them accounts for.
+    ``residual`` = ``max |J v| / (max |J| |v|)`` over the known directions ``v`` (0 up to rounding,
+    since they are flat by construction). Used by chapter 01's functional-dimension study.
+    """
+    params = _check_params(params)
+    rank, bound = jacobian_rank(params, X, rel_tol)
+    J = param_jacobian(params, X)
+    offsets, k = [], 0
+    for W, b in params:
+        offsets.append((k, k + W.size))            # where W_l and b_l start in the flat parameter vector
+        k += W.size + b.size
+    vecs, n_dead, n_active = [], 0, 0
+
+    def unit_vec(entries):
+        v = np.zeros(k)
+        for idx, val in entries:
+            v[idx] = val
+        return v
+
+    for l, U in enumerate(preactivations(params, X)):
+        (W, b), (W_next, _) = params[l], params[l + 1]
+        (w0, b0), (w1, b1) = offsets[l], offsets[l + 1]
+        d_in, d_out = W.shape[1], W_next.shape[0]
+        for i in range(W.shape[0]):
+            incoming = [(w0 + i * d_in + j, W[i, j]) for j in range(d_in)] + [(b0 + i, b[i])]
+            outgoing = [(w1 + r * W.shape[0] + i, -W_next[r, i]) for r in range(d_out)]
+            vecs.append(unit_vec(incoming + outgoing))                      # the P/M scaling direction
+            if np.all(U[:, i] < 0):
+                n_dead += 1
+                vecs += [unit_vec([(idx, 1.0)]) for idx, _ in incoming + outgoing]
+            elif np.all(U[:, i] > 0):
+                n_active += 1
+                vecs.append(unit_vec([(b0 + i, 1.0)] + [(b1 + r, -W_next[r, i]) for r in range(d_out)]))
+    K = np.array(vecs)
+    s = np.linalg.svd(K, compute_uv=False)
+    n_hidden = sum(W.shape[0] for W, _ in params[:-1])
+    explained = int((s > rel_tol * s[0]).sum()) - n_hidden
+    residual = float(np.abs(J @ K.T).max() / (np.abs(J).max() * np.abs(K).max(1).max()))
+    return {"rank": rank, "bound": bound, "deficit": bound - rank, "explained": explained,
+            "other": bound - rank - explained, "dead": n_dead, "always_active": n_active, "residual": residual}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -589,22 +646,39 @@ def check_transparent(params, domain=(-1, 1), n_samples: int = 20000, seed: int 
 # The construction of Lemma A.17 (identifiable networks)
 # ----------------------------------------------------------------------------------------------
 
-def identifiable_network(widths, seed: int, domain=(-1, 1), max_tries: int = 5000):
-    """A network with non-increasing widths built like Lemma A.17, so that Thm 2.1 applies to it.
+def identifiable_network(widths, seed: int, domain=(-1, 1), max_tries: int = 5000, paths: bool = False):
+    """A network with non-increasing widths built after Lemma A.17; with ``paths=True`` one that has its paths.
 
     Layer by layer, on samples of the current all-on region ``U_l`` (the input-space image of
     ``P_l``, eq. A.48): unit 1 crosses ``U_l`` (A.43; for ``l >= 2`` its direction is close to
-    ``(1, ..., 1)`` so it meets every facet ``z_i = 0``, A.53); unit 2 is nearly antiparallel to unit 1,
-    which makes the layer transparent (A.44); further units cross ``U_l`` (A.45). A draw is accepted
-    if, on 20 000 samples and the box corners, every layer is transparent with margin 1e-3, every unit
-    changes sign inside ``U_l`` by more than 0.05 either way, and ``U_L`` keeps at least 50 samples;
-    with two inputs, transparency is also confirmed exactly on every linear region.
+    ``(1, ..., 1)``, a hint towards meeting every facet ``z_i = 0`` of A.53); unit 2 is nearly
+    antiparallel to unit 1, which makes the layer transparent (A.44); further units cross ``U_l`` (A.45).
+    A draw is accepted if, on 20 000 samples and the box corners, every layer is transparent with
+    margin 1e-3, every unit changes sign inside ``U_l`` by more than 0.05 either way, and ``U_L`` keeps
+    at least 50 samples; with two inputs, transparency is also confirmed exactly on every linear region.
     Random weights make the network general with probability 1 (Claim, line 338).
+
+    The draw does **not** enforce the dependency paths of Lemma A.17 (A.53) inside the domain, which
+    Thm 2.1 needs, and often lacks them. ``paths=True`` (2-input networks only) keeps drawing until
+    :func:`dependency_paths` confirms them exactly on every layer, so that the theorem applies.
+    ``max_tries`` bounds the number of draws in both cases.
     """
     widths = _check_widths(widths, non_increasing=True)
     lo, hi = _check_domain(domain)
     seed, max_tries = V.seed(seed), V.positive_int(max_tries, "max_tries")
-    rng = np.random.default_rng(int(seed))
+    paths = V.boolean(paths, "paths")
+    if paths and widths[0] != 2:
+        raise ValueError(f"paths: the dependency paths are checked exactly only for 2-input networks, got {widths}")
+    for net in _lemma_a17_draws(widths, np.random.default_rng(int(seed)), (lo, hi), max_tries):
+        if not paths or all(d["ok"] for d in dependency_paths(net, (lo, hi))):
+            return net
+    raise RuntimeError(f"no network accepted after {max_tries} draws for widths {widths}"
+                       + (" with the dependency paths" if paths else ""))
+
+
+def _lemma_a17_draws(widths, rng, domain, max_tries: int):
+    """The accepted draws of :func:`identifiable_network`, in order, out of ``max_tries`` draws."""
+    lo, hi = domain
     d0 = widths[0]
     corners = np.array(list(itertools.product((lo, hi), repeat=d0)), dtype=np.float64)
     X = np.vstack([rng.uniform(lo, hi, (20000, d0)), corners])
@@ -627,8 +701,44 @@ def identifiable_network(widths, seed: int, domain=(-1, 1), max_tries: int = 500
             # samples can miss a small region where a layer is all off (seed 17000 of (2,2,2,2,1) did):
             # with two inputs, confirm transparency exactly over every linear region
             if d0 != 2 or check_transparent(net, domain):
-                return net
-    raise RuntimeError(f"no network accepted after {max_tries} draws for widths {widths}")
+                yield net
+
+
+def dependency_paths(params, domain=(-1, 1)) -> list[dict]:
+    """Lemma A.17's dependency paths, checked exactly on a 2-input network, one hidden layer at a time.
+
+    Thm 2.1 needs them: the proof of Thm A.1 pins the units of layer ``l`` as the ``d_l`` hyperplanes of
+    the fold-set of the truncation ``h^{l:L}`` that start directed paths of length ``L-1-l`` in its
+    dependency graph (Lemma A.17 with A.53; Lemma 2.3 says only layer-``l`` hyperplanes can). Here the
+    truncation is read in input space on ``U_l``, the open convex region where every unit of the layers
+    before ``l`` is active (on it ``x -> z_{l-1}`` is affine, the input-space copy of ``P_l``, eq. A.48):
+    the fold-set of ``h`` inside ``U_l`` gets its canonical representation and dependency graph
+    (:func:`greedy_layers` on the linear regions inside ``U_l``, whose boundary counts as the domain's).
+
+    Returns one dict per hidden layer ``l``: ``layer``; ``need`` = ``L-1-l``; ``lines``, the (true layer,
+    longest path) of every order-1 piece (every full line of the fold-set in ``U_l``); ``selected``, the
+    true layers of the lines whose longest path is ``>= need`` (the dependency-path rule of Lemma 2.3:
+    it reads the fold-set only, and can pick no line of a deeper layer); and ``ok``, True iff the rule
+    picks exactly the ``d_l`` units of layer ``l`` (the paths exist).
+    """
+    params = _check_params(params)
+    widths = widths_of(params)
+    if widths[0] != 2:
+        raise ValueError("params: dependency_paths needs a 2-input network")
+    regions = linear_regions_2d(params, domain)
+    edges = region_edges(params, regions, domain)
+    out, start, L = [], 0, len(params)
+    for l in range(1, L):
+        keep = {k: j for j, k in enumerate(k for k, r in enumerate(regions) if all(r.pattern[:start]))}
+        sub_edges = [Edge(e.p, e.q, keep[e.region], keep.get(e.neighbour, -1), e.units,
+                          e.fold and e.neighbour in keep) for e in edges if e.region in keep]
+        g = greedy_layers([regions[k] for k in keep], sub_edges)
+        lines = [(p["layer"], m) for p, m in zip(g["pieces"], g["longest_path"]) if p["order"] == 1]
+        selected = sorted(layer for layer, m in lines if m >= L - 1 - l)
+        out.append({"layer": l, "need": L - 1 - l, "lines": lines, "selected": selected,
+                    "ok": selected == [l] * widths[l]})
+        start += widths[l]
+    return out
 
 
 def _draw_layer(rng, Z, on, d, first: bool):
@@ -848,6 +958,17 @@ class _Recoverer:
         v = v / np.linalg.norm(v[:-1])
         return v * np.sign(v[:-1] @ n), P
 
+    def straight_candidates(self, lv: _Level, clusters):
+        """(R2) the clustered hyperplanes that are folds all across ``U``, sharpened: ``(keys, test points)``."""
+        cands, Qs = [], []
+        for key in clusters:
+            full, Q = self.is_full_fold(key, lv)
+            if full and not any(np.abs(key - c).max() < 1e-3 for c in cands):
+                key, Q = self.refine(key, Q)
+                cands.append(key)
+                Qs.append(Q)
+        return cands, Qs
+
     # --- (R3)+(R5): which candidates are layer-l units, and their orientation ----------------------
     def side_tests(self, cands, Qs):
         """Gradients just on both sides of each candidate, at its test points."""
@@ -909,13 +1030,7 @@ class _Recoverer:
         if n_found == 0:                                             # f is affine on U: output layer
             yield params + [self.output_layer(lv)]
             return
-        cands, Qs = [], []
-        for key in clusters:
-            full, Q = self.is_full_fold(key, lv)
-            if full and not any(np.abs(key - c).max() < 1e-3 for c in cands):
-                key, Q = self.refine(key, Q)
-                cands.append(key)
-                Qs.append(Q)
+        cands, Qs = self.straight_candidates(lv, clusters)
         if not cands:
             self.log.append(f"level {len(params) + 1}: folds but no straight candidate in U")
             return
@@ -995,6 +1110,123 @@ def recover(f, input_dim: int, domain=(-1, 1), seed: int = 0, *, n_lines: int = 
     domain = _check_domain(domain)
     return _Recoverer(f, int(input_dim), domain, seed, n_lines, subset_search, max_layers,
                       max_attempts).run()
+
+
+# ----------------------------------------------------------------------------------------------
+# One hidden layer of any width: the sign flips are the only extra symmetries (chapter 01, new here)
+# ----------------------------------------------------------------------------------------------
+
+def _box_crossing(W, b, domain) -> np.ndarray:
+    """For each row, does the hyperplane ``W[i] x + b[i] = 0`` cross the open box ``domain^{d_0}``?"""
+    lo, hi = domain
+    low = b + np.minimum(W * lo, W * hi).sum(1)
+    high = b + np.maximum(W * lo, W * hi).sum(1)
+    return (low < 0) & (high > 0)
+
+
+def flip_sets(params, domain=(-1, 1), rel_tol: float = 1e-9, max_width: int = 16) -> dict:
+    """The sign-flip subsets ``T`` of a one-hidden-layer net: ``sum_{i in T} W_2[:, i] W_1[i] = 0``.
+
+    Proposition (one hidden layer, any width; chapter 01, new here, proved there): if every hidden
+    unit's hyperplane crosses the box, no two units share a hyperplane and no output column is zero,
+    then the networks of the same architecture equal to ``params`` on the box are exactly the P/M
+    images of the nets that flip the units of one such ``T`` (``W_1[i], b_1[i] -> -W_1[i], -b_1[i]``
+    for ``i`` in ``T``, output bias ``+= sum_T W_2[:, i] b_1[i]``), because ``rho(-u) = rho(u) - u``.
+    The empty ``T`` always qualifies; the net is identifiable up to P/M iff it is the only one, which
+    ``d_1 <= d_0`` independent rows guarantee and random weights give with probability 1 at any width.
+
+    Returns ``subsets`` (every qualifying ``T`` as a tuple, the empty one first, by enumerating all
+    ``2^{d_1}``; a sum counts as zero below ``rel_tol`` times the largest ``|W_2[:, i] W_1[i]|``),
+    ``margin`` (the smallest relative size of a non-empty subset's sum, 0 if one vanishes) and
+    ``hypotheses`` (``crosses``, ``distinct``, ``outputs_nonzero``: the three conditions above).
+    """
+    params = _check_params(params)
+    domain = _check_domain(domain)
+    rel_tol = V.positive(rel_tol, "rel_tol")
+    max_width = V.positive_int(max_width, "max_width")
+    if len(params) != 2:
+        raise ValueError(f"params: flip_sets needs a one-hidden-layer network, got widths {widths_of(params)}")
+    (W, b), (W2, _) = params
+    d1 = W.shape[0]
+    if d1 > max_width:
+        raise ValueError(f"params: {d1} hidden units means 2^{d1} subsets (> 2^{max_width}); use a narrower net")
+    terms = np.einsum("ri,ij->irj", W2, W).reshape(d1, -1)      # row i: W_2[:, i] W_1[i], flattened
+    scale = np.abs(terms).max()
+    subsets, margin = [()], np.inf
+    for k in range(1, d1 + 1):
+        for T in itertools.combinations(range(d1), k):
+            size = np.abs(terms[list(T)].sum(0)).max() / scale if scale > 0 else 0.0
+            margin = min(margin, size)
+            if size <= rel_tol:
+                subsets.append(T)
+    R = np.hstack([W, b[:, None]])
+    R = R / np.linalg.norm(R, axis=1, keepdims=True)
+    distinct = all(min(np.abs(R[i] - R[j]).max(), np.abs(R[i] + R[j]).max()) > rel_tol
+                   for i, j in itertools.combinations(range(d1), 2))
+    hyp = {"crosses": bool(_box_crossing(W, b, domain).all()), "distinct": bool(distinct),
+           "outputs_nonzero": bool(np.all(np.abs(W2).max(0) > 0))}
+    return {"subsets": subsets, "margin": float(margin), "hypotheses": hyp}
+
+
+def one_layer_network(widths, seed: int, domain=(-1, 1)):
+    """A one-hidden-layer net of any width whose hyperplanes all cross the box (the Proposition's case).
+
+    Row ``i``: a uniformly random unit direction through a uniform point of the inner 80 % of the box,
+    times a factor in (0.5, 2); output weights ``+-U(0.5, 1.5)``, output bias ``N(0, 0.5^2)``.
+    """
+    widths = _check_widths(widths, non_increasing=False)
+    if len(widths) != 3:
+        raise ValueError(f"widths must be (d_0, d_1, d_2) for one hidden layer, got {widths}")
+    lo, hi = _check_domain(domain)
+    seed = V.seed(seed)
+    rng = np.random.default_rng(seed)
+    d0, d1, d2 = widths
+    W = rng.normal(size=(d1, d0))
+    W /= np.linalg.norm(W, axis=1, keepdims=True)
+    mid, half = 0.5 * (lo + hi), 0.4 * (hi - lo)
+    b = -np.einsum("ij,ij->i", W, rng.uniform(mid - half, mid + half, (d1, d0)))
+    m = rng.uniform(0.5, 2.0, d1)
+    W2 = rng.choice([-1.0, 1.0], (d2, d1)) * rng.uniform(0.5, 1.5, (d2, d1))
+    return [(m[:, None] * W, m * b), (W2, rng.normal(0.0, 0.5, d2))]
+
+
+def recover_one_hidden_layer(f, input_dim: int, domain=(-1, 1), seed: int = 0, *, n_lines: int = 30) -> list:
+    """Every one-hidden-layer net that reproduces the black box ``f``, up to P/M: the sign-flip search.
+
+    For one hidden layer the zero-coefficient test of :func:`recover` needs ``d_1 <= d_0``; this search
+    does not. (R1)-(R2) of :func:`recover` give the units' hyperplanes (every fold of such a net is a
+    full hyperplane); each of the ``2^k`` orientations of the ``k`` hyperplanes is one candidate hidden
+    layer, whose output layer is fitted by least squares to ``f`` on 2000 points of the whole box. The
+    candidates that reproduce ``f`` (to 1e-7, relative, on those points and on fresh ones) are returned,
+    one per sign-flip subset of :func:`flip_sets`: a list of length 1 means ``f`` determines the net up
+    to P/M. Raises :class:`RecoveryError` if ``f`` has no fold or no orientation reproduces it.
+    """
+    V.callable_(f, "f")
+    input_dim = V.positive_int(input_dim, "input_dim")
+    n_lines, seed = V.positive_int(n_lines, "n_lines"), V.seed(seed)
+    domain = _check_domain(domain)
+    R = _Recoverer(f, int(input_dim), domain, seed, n_lines, True, 1, 1)
+    lv = _Level(np.eye(R.d0), np.zeros(R.d0), np.zeros((0, R.d0)), np.zeros(0))
+    clusters, n_found = R.fold_hyperplanes(lv)
+    cands = R.straight_candidates(lv, clusters)[0] if n_found else []
+    if not cands:
+        raise RecoveryError("f has no fold that is a full hyperplane: no hidden unit to recover")
+    rows = np.array(cands)
+    X = R.rng.uniform(R.lo, R.hi, (2000, R.d0))
+    Y = R._raw(X)
+    nets = []
+    for signs in itertools.product((1.0, -1.0), repeat=len(rows)):
+        H = np.array(signs)[:, None] * rows
+        W, b = H[:, :-1], H[:, -1]
+        Z = np.hstack([np.maximum(X @ W.T + b, 0.0), np.ones((len(X), 1))])
+        sol, *_ = np.linalg.lstsq(Z, Y, rcond=None)
+        if np.abs(Z @ sol - Y).max() <= 1e-7 * R.fscale:
+            net = [(W, b), (sol[:-1].T, sol[-1])]
+            if R.certify(net):
+                nets.append(net)
+    if not nets:
+        raise RecoveryError(f"no orientation of the {len(rows)} hyperplanes found reproduces f")
+    return nets
 
 
 # ----------------------------------------------------------------------------------------------

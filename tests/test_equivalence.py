@@ -226,3 +226,120 @@ def test_identifiable_network_is_transparent_where_sampling_missed_a_region():
     # seed 17000 drew a (2,2,2,2,1) net whose all-off layer region no acceptance sample hit
     # (chapter 1's seed sweep, REPRO_SEED=17); the exact check over the linear regions now rejects it
     assert all(E.check_transparent(E.identifiable_network((2, 2, 2, 2, 1), s)) for s in range(17000, 17004))
+
+
+# --- dependency paths (Lemma A.17), the path rule (Lemma 2.3) ------------------------------------------
+
+def _hand_net(layer2_rows, layer2_bias):
+    """Layer-1 lines x = -0.9 and y = -0.9 (z = (x + 0.9, y + 0.9) on the all-on cell), a chosen layer 2."""
+    return [(np.eye(2), np.array([0.9, 0.9])), (np.array(layer2_rows, float), np.array(layer2_bias, float)),
+            (np.array([[1.0, -0.7]]), np.array([0.1]))]
+
+
+def test_dependency_paths_on_hand_built_nets():
+    # layer 2 = units z1 - 1.4 (the line x = 0.5; it ignores z2, so it does not bend on y = -0.9) and
+    # 2.5 - z1 - z2 (x + y = 0.7, inside the all-on cell, active near both layer-1 lines, which it makes
+    # folds): both are straight across the whole box, four order-1 lines, no paths
+    flat = E.dependency_paths(_hand_net([[1, 0], [-1, -1]], [-1.4, 2.5]))
+    assert sorted(flat[0]["lines"]) == [(1, 0), (1, 0), (2, 0), (2, 0)]
+    assert flat[0]["selected"] == [] and not flat[0]["ok"]
+    assert sorted(flat[1]["lines"]) == [(2, 0), (2, 0)] and flat[1]["ok"]
+    # layer-2 unit z1 + z2 - 1 instead bends on both layer-1 lines (to y = 0.1 and x = 0.1): both start a
+    # path of length 1; the other unit's line x + y = 0.7 is still a full line (an impostor), not selected
+    bent = E.dependency_paths(_hand_net([[1, 1], [-1, -1]], [-1.0, 2.5]))
+    assert sorted(bent[0]["lines"]) == [(1, 1), (1, 1), (2, 0)] and bent[0]["selected"] == [1, 1] and bent[0]["ok"]
+    assert bent[1]["ok"] and bent[1]["need"] == 0
+    with pytest.raises(ValueError):
+        E.dependency_paths(E.random_network((3, 2, 1), 0))
+
+
+def test_path_rule_never_selects_a_deeper_layer_and_paths_option():
+    for s in range(6):                                   # Lemma 2.3, on nets with and without the paths
+        for net in (E.identifiable_network((2, 2, 2, 2, 1), s), E.random_network((2, 2, 2, 1), s)):
+            for d in E.dependency_paths(net):
+                assert set(d["selected"]) <= {d["layer"]}
+    net = E.identifiable_network((2, 2, 2, 1), 0, paths=True)
+    assert all(d["ok"] for d in E.dependency_paths(net)) and E.check_transparent(net)
+    assert not all(d["ok"] for d in E.dependency_paths(E.identifiable_network((2, 2, 2, 1), 0)))
+    with pytest.raises(ValueError):
+        E.identifiable_network((3, 3, 2, 1), 0, paths=True)
+    with pytest.raises((ValueError, TypeError)):
+        E.identifiable_network((2, 2, 2, 1), 0, paths="yes")
+
+
+# --- the Jacobian deficit that dead and always-active units explain ------------------------------------
+
+def test_jacobian_deficit_counts_dead_and_linear_units():
+    X = X2[:2000]
+    dead, _, _ = E.counterexample("dead_neuron")     # layer-1 unit 1 dead makes layer-2 unit 1 dead and
+    r = E.jacobian_deficit(dead, X)                  # leaves layer-2 unit 2 always active
+    assert (r["dead"], r["always_active"], r["deficit"], r["explained"], r["other"]) == (2, 1, 7, 7, 0)
+    J = E.param_jacobian(dead, X)                    # independent count: the dead units' 8 parameters are zero
+    zero = np.abs(J).max(0) == 0                     # columns of J; with the bias shift and the 2 living units'
+    assert zero.sum() == 8                           # P/M directions they span the whole null space
+    assert J.shape[1] - np.linalg.matrix_rank(J) == 8 + 1 + 2
+    active, _, _ = E.counterexample("always_active")
+    r = E.jacobian_deficit(active, X)
+    assert r["always_active"] >= 1 and r["explained"] >= 1 and r["other"] >= 0 and r["residual"] < 1e-12
+    r = E.jacobian_deficit(E.identifiable_network((2, 2, 2, 1), 0), X)
+    assert (r["deficit"], r["explained"], r["other"], r["dead"], r["always_active"]) == (0, 0, 0, 0, 0)
+
+
+# --- one hidden layer: sign flips ------------------------------------------------------------------------
+
+def _flip(params, T):
+    (W, b), (W2, c) = params
+    s = np.ones(len(b))
+    s[list(T)] = -1.0
+    return [(s[:, None] * W, s * b), (W2, c + W2[:, list(T)] @ b[list(T)])]
+
+
+@pytest.mark.parametrize("theta", [E.counterexample("sign_flip_231")[0], E.one_layer_network((2, 4, 1), 3),
+                                   [(np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 0.0], [0.0, 1.0]]),
+                                     np.array([0.1, 0.2, -0.3, -0.4])),
+                                    (np.array([[1.0, 2.0, -1.0, -2.0]]), np.array([0.0]))]])
+def test_flip_sets_match_brute_force_function_comparison(theta):
+    got = E.flip_sets(theta)
+    same = [T for k in range(len(theta[0][1]) + 1) for T in __import__("itertools").combinations(range(len(theta[0][1])), k)
+            if np.abs(E.forward(theta, X2) - E.forward(_flip(theta, T), X2)).max() < 1e-12]
+    assert got["subsets"] == same and got["subsets"][0] == ()
+    assert (got["margin"] < 1e-12) == (len(same) > 1)
+
+
+def test_flip_sets_hypotheses_and_bad_input():
+    assert E.flip_sets(E.one_layer_network((2, 5, 1), 0))["hypotheses"] == {
+        "crosses": True, "distinct": True, "outputs_nonzero": True}
+    miss = [(np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([3.0, 0.0])), (np.array([[1.0, 1.0]]), np.zeros(1))]
+    assert not E.flip_sets(miss)["hypotheses"]["crosses"]
+    dup = [(np.array([[1.0, 0.0], [2.0, 0.0]]), np.array([0.1, 0.2])), (np.array([[1.0, 1.0]]), np.zeros(1))]
+    assert not E.flip_sets(dup)["hypotheses"]["distinct"]
+    with pytest.raises(ValueError):
+        E.flip_sets(E.random_network((2, 2, 2, 1), 0))
+    with pytest.raises(ValueError):
+        E.flip_sets(E.random_network((2, 20, 1), 0))
+    with pytest.raises(ValueError):
+        E.one_layer_network((2, 2, 2, 1), 0)
+
+
+def test_one_layer_network_hyperplanes_cross_the_box():
+    net = E.one_layer_network((3, 6, 1), 1)
+    U = E.preactivations(net, RNG.uniform(-1, 1, (20000, 3)))[0]
+    assert np.all(U.min(0) < 0) and np.all(U.max(0) > 0)
+
+
+def test_recover_one_hidden_layer_finds_every_reconstruction():
+    theta = E.one_layer_network((2, 5, 1), 2)
+    oracle = E.CountingOracle(lambda X: E.forward(theta, X))
+    nets = E.recover_one_hidden_layer(oracle, 2, seed=0)
+    assert len(nets) == 1 and E.equivalent(theta, nets[0]) and oracle.n_queries < 20000
+    theta, eta, _ = E.counterexample("sign_flip_231")
+    nets = E.recover_one_hidden_layer(lambda X: E.forward(theta, X), 2, seed=0)
+    assert len(nets) == 2 and sorted((E.equivalent(theta, n), E.equivalent(eta, n)) for n in nets) == [
+        (False, True), (True, False)]
+    with pytest.raises(E.RecoveryError):
+        E.recover_one_hidden_layer(lambda X: X[:, 0] + 1.0, 2)
+    net = E.identifiable_network((2, 2, 2, 1), 0, paths=True)
+    with pytest.raises(E.RecoveryError):   # a fold that bends: no one-hidden-layer net reproduces f
+        E.recover_one_hidden_layer(lambda X: E.forward(net, X), 2)
+    with pytest.raises(ValueError):
+        E.recover_one_hidden_layer("f", 2)
