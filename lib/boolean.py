@@ -265,6 +265,11 @@ def swaps(table) -> int:
     return swaps_branch_and_bound(t)
 
 
+def _group_coordinates(n: int) -> list[int]:
+    """Coordinates whose sub-cube bounds are computed for every chamber group (the cheap bound)."""
+    return sorted({0, n // 2, n - 1})
+
+
 @lru_cache(maxsize=None)
 def _bb_setup(n: int):
     """Tables for the branch and bound (Chapter 6, Beyond the document).
@@ -294,15 +299,16 @@ def _bb_setup(n: int):
         return sub_key[tuple((corners // (2 * low)) * low + corners % low)]
 
     sub = np.array([[restricted_type(o, j) for j in range(n)] for o in orders])
-    key = np.concatenate([sub[:, [0, n - 1]], sub], axis=1)
+    outer = _group_coordinates(n)
+    key = np.concatenate([sub[:, outer], sub], axis=1)
     renumber = np.lexsort(key.T[::-1])
     orders, sub, key = orders[renumber], sub[renumber], key[renumber]
     block_first = np.flatnonzero(np.r_[True, (np.diff(key, axis=0) != 0).any(1)])
     block_orders = np.stack([block_first, np.diff(np.r_[block_first, len(orders)])], 1)
     block_sub = sub[block_first]
-    group_first = np.flatnonzero(np.r_[True, (np.diff(block_sub[:, [0, n - 1]], axis=0) != 0).any(1)])
+    group_first = np.flatnonzero(np.r_[True, (np.diff(block_sub[:, outer], axis=0) != 0).any(1)])
     group_blocks = np.stack([group_first, np.diff(np.r_[group_first, len(block_first)])], 1)
-    group_sub = block_sub[group_first][:, [0, n - 1]]
+    group_sub = block_sub[group_first][:, outer]
     sub_ids = np.arange(2 ** (N // 2), dtype=np.int64)
     bits = np.array([(sub_ids >> (N // 2 - 1 - k)) & 1 for k in range(N // 2)], dtype=np.int8)
     sub_changes = np.stack([(bits[o[:-1]] != bits[o[1:]]).sum(0) for o in sub_orders], 1).astype(np.int8)
@@ -368,11 +374,16 @@ def swaps_branch_and_bound(table, chunk: int = 8192) -> int:
     ids = np.unique((G @ 2.0 ** np.arange(N - 1, -1, -1)).astype(np.int64))  # float64 is exact here
     G = ((ids[:, None] >> np.arange(N - 1, -1, -1)) & 1).astype(np.float64)
     sub = s["sub_changes"][(G @ s["sub_id"]).astype(np.int64)]  # (T, 2n, K')
-    sub = np.maximum(sub[:, 0::2], sub[:, 1::2]).transpose(1, 0, 2)  # (n, T, K'): both halves of x_j
+    sub = np.ascontiguousarray(np.maximum(sub[:, 0::2], sub[:, 1::2]).transpose(1, 0, 2))  # (n, T, K'): x_j = 0, 1
     gs, K1 = s["group_sub"], sub.shape[2]
-    cheap = np.maximum(sub[0][:, gs[:, 0]], sub[n - 1][:, gs[:, 1]]).ravel()  # (T * groups,)
-    middle = [np.ascontiguousarray(sub[j]).ravel() for j in range(1, n - 1)]
-    block_sub = [np.ascontiguousarray(s["block_sub"][:, j]) for j in range(1, n - 1)]
+    outer = _group_coordinates(n)
+    cheap = sub[outer[0]][:, gs[:, 0]]
+    for k, j in enumerate(outer[1:], 1):
+        np.maximum(cheap, sub[j][:, gs[:, k]], out=cheap)
+    cheap = cheap.ravel()  # (T * groups,)
+    inner = [j for j in range(n) if j not in outer]
+    middle = [sub[j].ravel() for j in inner]
+    block_sub = [np.ascontiguousarray(s["block_sub"][:, j]) for j in inner]
     shifts = N - c * np.arange(1, N // c + 1)
     chunk_values = (ids[None, :] >> shifts[:, None]) & (2 ** c - 1)  # (chunks, T)
     chunk_index = (chunk_values + 2 ** c * np.arange(N // c)[:, None]) * s["K"]
