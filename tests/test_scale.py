@@ -141,10 +141,21 @@ def test_set_threads_defaults_to_one_and_pins_both_pools():
             scale.set_threads(bad)
 
 
+def test_set_threads_passes_its_count_to_the_blas_pools(monkeypatch):
+    # (a process pinned to one core caps the BLAS pools at 1 whatever they are told: spy on the call)
+    import threadpoolctl
+
+    told = []
+    monkeypatch.setattr(threadpoolctl, "threadpool_limits", lambda n: told.append(n))
+    scale.set_threads(3)
+    scale.set_threads()
+    assert told == [3, 1]
+
+
 def test_chapter_scales_messages_and_selection():
-    with pytest.raises(TypeError, match="chapter"):
+    with pytest.raises(TypeError, match=r"^chapter must be a str \(the chapter key\), got 3$"):
         scale.ChapterScales(3, quick=Cfg(1), full=Cfg(2), paper=Cfg(3))
-    for bad in ("", "a-b"):
+    for bad in ("", "a-b", "_", "__"):
         with pytest.raises(ValueError, match="chapter key must be a non-empty identifier"):
             scale.ChapterScales(bad, quick=Cfg(1), full=Cfg(2), paper=Cfg(3))
     assert scale.ChapterScales("a_b1", quick=Cfg(1), full=Cfg(2), paper=Cfg(3)).chapter == "a_b1"
@@ -156,6 +167,10 @@ def test_banner_states_every_setting(monkeypatch):
     monkeypatch.setenv("REPRO_SCALE", "full")
     text = scale.banner(CH)
     assert text.startswith("Chapter 'demo': scale = 'full', seed offset REPRO_SEED = 4, threads REPRO_THREADS = 1.\n")
-    assert "Config: Cfg(n=2)\n" in text and "REPRO_SCALE=quick|full|paper" in text
-    with pytest.raises(TypeError, match="chapter"):
+    assert text.split("\n", 1)[1] == (
+        "Config: Cfg(n=2)\n"
+        "Change with the environment variables REPRO_SCALE=quick|full|paper, REPRO_SEED=<int> and "
+        "REPRO_THREADS=<int> (set them before starting Jupyter, or in Colab with os.environ before the "
+        "bootstrap cell).")
+    with pytest.raises(TypeError, match="^chapter must be a ChapterScales, got str 'demo'$"):
         scale.banner("demo")
