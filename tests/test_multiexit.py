@@ -191,6 +191,26 @@ def test_time_inference():
         me.time_inference(model, x, "fast", 1)
 
 
+@pytest.mark.parametrize("mode,heads", [("budget", "last"), ("anytime", None)])
+def test_time_inference_drops_the_warm_up_and_summarises_each_call(monkeypatch, mode, heads):
+    # A fake clock: call i takes durations[i] seconds; the first (warm-up) must not count. The model's
+    # forward_until is spied on: budget mode asks for exit k only, anytime mode for exits 1..k.
+    durations = [100.0, 1.0, 2.0, 3.0, 4.0, 10.0]
+    ticks = iter(np.cumsum([[50.0, d] for d in durations]).tolist())
+    monkeypatch.setattr(me.time, "perf_counter", lambda: next(ticks))
+    model = me.MultiExitCNN(seeds=[0])
+    calls = []
+
+    def forward_until(x, k, heads=None):
+        calls.append((k, heads))
+        return [torch.zeros(1, 2, 10)] * (1 if heads == "last" else k)
+
+    monkeypatch.setattr(model, "forward_until", forward_until)
+    mean, std, median = me.time_inference(model, torch.zeros(2, 1, 8, 8), mode, 3, n_runs=5)
+    assert (mean, std, median) == pytest.approx((4.0, np.std([1, 2, 3, 4, 10]), 3.0))
+    assert calls == [(3, heads)] * 6
+
+
 # ---- training ------------------------------------------------------------------------------------
 
 def test_training_runs_and_learns_quick_config():
