@@ -25,7 +25,22 @@ def test_style_and_band():
 def test_decision_regions():
     fig, ax = plt.subplots()
     X = np.array([[0.0, 0.0], [1.0, 1.0]])
-    plotting.decision_regions(ax, lambda P: P[:, 0] - 0.5, X, np.array([0, 1]), resolution=20)
+    cs = plotting.decision_regions(ax, lambda P: P[:, 0] - 0.5, X, np.array([0, 1]), resolution=20)
+    # the zero level set of x - 0.5 is the vertical segment x = 0.5 across the box [-0.3, 1.3]^2
+    line = np.concatenate([seg for seg in cs.allsegs[0]])
+    assert np.allclose(line[:, 0], 0.5) and line[:, 1].min() == pytest.approx(-0.3) and line[:, 1].max() == pytest.approx(1.3)
+    # the points are drawn in their class colours, the box has the margin, the shading covers both sides
+    from matplotlib.collections import PathCollection
+    from matplotlib.colors import to_hex
+
+    points = [(c.get_offsets().tolist(), to_hex(c.get_facecolor()[0])) for c in ax.collections
+              if isinstance(c, PathCollection)]
+    assert points == [([[0.0, 0.0]], "#0072b2"), ([[1.0, 1.0]], "#d55e00")]
+    assert ax.get_xlim() == pytest.approx((-0.3, 1.3)) and ax.get_ylim() == pytest.approx((-0.3, 1.3))
+    shading = ax.collections[0]  # two filled regions, class 0 left of x = 0.5 and class 1 right of it
+    assert len(shading.get_paths()) == 2
+    left, right = (p.vertices[:, 0] for p in shading.get_paths())
+    assert left.max() <= 0.5 + 1e-9 <= right.min() + 2e-9
     with pytest.raises(ValueError, match=r"\(n, 2\)"):
         plotting.decision_regions(ax, lambda P: P[:, 0], np.zeros((3, 3)), np.zeros(3))
     with pytest.raises(ValueError, match="y must"):
