@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from scipy.optimize import nnls
+from scipy.optimize import linprog, nnls
 from tqdm.auto import tqdm
 
 from lib import validate
@@ -53,7 +53,10 @@ class InductiveBiasConfig:
     cnn_lr: float = 1e-3
     sweep_scales: tuple = (0.01, 0.05, 0.3, 1.0, 3.0)   # init-scale sweep (beyond the document)
     sweep_epochs: int = 200
-    sweep_shifts: tuple = (0.0, 0.4, 0.7, 0.85, 0.95)  # negatives shifted towards the positives
+    sweep_shifts: tuple = (0.0, 0.4, 0.55, 0.7, 0.8, 0.95)  # negatives shifted towards the positives
+    eta_sweep: tuple = (0.008, 0.004, 0.002)   # loss-normalised GD step sizes at one normalised time
+    eta_sweep_time: float = 2.4                # that time, eta * steps
+    resnet_ngd_schedule: tuple = ((0.02, 400),)  # relative-step normalised GD of the residual net
 
 
 CONFIGS = ChapterScales(
@@ -61,9 +64,11 @@ CONFIGS = ChapterScales(
     quick=InductiveBiasConfig(),
     full=InductiveBiasConfig(n_seeds=10, ngd_schedule=((0.003, 1500), (0.001, 1500)), resnet_epochs=500,
                              resnet_seeds=3,
-                             cnn_image_size=28, cnn_epochs=30, sweep_epochs=500),
+                             cnn_image_size=28, cnn_epochs=30, sweep_epochs=500,
+                             eta_sweep=(0.008, 0.004, 0.002, 0.001), resnet_ngd_schedule=((0.01, 1600),)),
     paper=InductiveBiasConfig(n_seeds=10, ngd_schedule=((0.003, 1500), (0.001, 1500)), resnet_epochs=500,
-                              cnn_data="mnist", cnn_image_size=28, cnn_epochs=50, sweep_epochs=500),
+                              cnn_data="mnist", cnn_image_size=28, cnn_epochs=50, sweep_epochs=500,
+                              eta_sweep=(0.008, 0.004, 0.002, 0.001), resnet_ngd_schedule=((0.01, 1600),)),
 )
 
 # --------------------------------------------------------------------------------------------
@@ -197,6 +202,80 @@ def activation_patterns(W, X) -> np.ndarray:
     if W.shape[1] != X.shape[1]:
         raise ValueError(f"W has {W.shape[1]} columns but X has {X.shape[1]}")
     return np.sign(W @ X.T).astype(np.int8)
+
+
+def sector_is_feasible(X, sigma) -> bool:
+    """Whether the sector ``S_sigma = {w : sign(w.x_i) = sigma_i}`` (thesis Def. 3.1) is non-empty.
+
+    Chapter 2 asks this before asserting that trained neurons are, or are not, in a sector: no neuron
+    can be in an empty one. By scaling, ``S_sigma`` is non-empty iff some ``w`` has ``w.x_i >= 1``
+    where ``sigma_i = 1``, ``w.x_i <= -1`` where ``sigma_i = -1`` and ``w.x_i = 0`` where
+    ``sigma_i = 0``: a linear feasibility problem (HiGHS via ``scipy.optimize.linprog``).
+    """
+    X = _as_matrix(X)
+    sigma = V.array(sigma, "sigma", shape=(X.shape[0],))
+    if not np.isin(sigma, (-1, 0, 1)).all():
+        raise V.ArgumentValueError(f"sigma must hold only -1, 0 and 1, got {V.describe(sigma)}")
+    strict, zero = sigma != 0, sigma == 0
+    res = linprog(np.zeros(X.shape[1]), A_ub=-(sigma[strict, None] * X[strict]), b_ub=-np.ones(strict.sum()),
+                  A_eq=X[zero] if zero.any() else None, b_eq=np.zeros(zero.sum()) if zero.any() else None,
+                  bounds=[(None, None)] * X.shape[1], method="highs")
+    if res.status not in (0, 2):
+        raise RuntimeError(f"linprog did not decide feasibility: {res.message}")
+    return bool(res.status == 0)
+
+
+def G_value(W, X, y) -> np.ndarray:
+    """``G(w) = -sum_i l_i'(0) relu(w.x_i) = 1/2 sum_i y_i relu(w.x_i)`` for the logistic loss (thesis
+    eq. 3.12), for every row ``w`` of ``W``; its local extrema on the unit sphere are the extremal
+    directions of Lemma 3.1 (Def. 3.2)."""
+    W, X = _as_matrix(W, "W"), _as_matrix(X)
+    y = _as_labels(y, X.shape[0])
+    if W.shape[1] != X.shape[1]:
+        raise ValueError(f"W has {W.shape[1]} columns but X has {X.shape[1]}")
+    return 0.5 * np.maximum(W @ X.T, 0) @ y
+
+
+def extremal_directions(X, y, n_starts: int = 1000, seed: int = 0, max_iter: int = 50):
+    """The positive extremal directions (Def. 3.2: strict local maxima of ``G``, eq. 3.12, on the
+    sphere) that lie inside a sector; call with ``-y`` for the negative ones (local minima of ``G``).
+
+    Inside a sector with pattern ``sigma``, ``G(w) = v_sigma.w`` with ``v_sigma = 1/2 sum_{sigma_i=1}
+    y_i x_i``, whose strict maximum on the sphere is ``v_sigma / ||v_sigma||``. So ``w`` is such a
+    direction iff ``w = v_sigma(w) / ||v_sigma(w)||`` and no ``w.x_i`` is 0: a fixed point of the map
+    ``w -> v_sigma(w) / ||v_sigma(w)||``. The map is iterated from ``n_starts`` random unit vectors.
+    Lemma 3.2 (Chapter 2 tests it) says orthogonally separable data have exactly one.
+    Returns ``(directions (k, d), counts (k,), n_unresolved)``: the distinct fixed points (cosine
+    above ``1 - 1e-9`` counts as the same), how many starts reached each, and how many starts reached
+    none (no active point left, or no fixed point within ``max_iter`` steps, e.g. because the
+    maximum lies on a sector boundary, where ``G`` has a kink).
+    """
+    X = _as_matrix(X)
+    y = _as_labels(y, X.shape[0])
+    n_starts, max_iter = V.positive_int(n_starts, "n_starts"), V.positive_int(max_iter, "max_iter")
+    rng = np.random.default_rng(V.seed(seed))
+    W = rng.standard_normal((n_starts, X.shape[1]))
+    tol = 1e-12 * np.linalg.norm(X, axis=1).max()
+    P = W @ X.T
+    for _ in range(max_iter):
+        active = P > 0
+        Vs = 0.5 * (active * y) @ X
+        norms = np.linalg.norm(Vs, axis=1, keepdims=True)
+        W = Vs / np.where(norms > 0, norms, 1.0)
+        P = W @ X.T
+        done = (norms[:, 0] > 0) & ((P > 0) == active).all(axis=1)
+        if done.all():
+            break
+    fixed = done & (np.abs(P).min(axis=1) > tol)
+    directions, counts = [], []
+    for w in W[fixed]:
+        match = [k for k, u in enumerate(directions) if w @ u > 1 - 1e-9]
+        if match:
+            counts[match[0]] += 1
+        else:
+            directions.append(w)
+            counts.append(1)
+    return np.reshape(directions, (-1, X.shape[1])), np.array(counts, dtype=int), int(n_starts - fixed.sum())
 
 
 # --------------------------------------------------------------------------------------------
@@ -360,13 +439,19 @@ def _log_loss(forward, params, X, y):
     return torch.logsumexp(torch.where(m > 30.0, -m, small), dim=1)
 
 
-def train_normalized_gd(forward, params, X, y, schedule, log_steps=(), progress: bool = True):
+def train_normalized_gd(forward, params, X, y, schedule, log_steps=(), progress: bool = True,
+                        relative: bool = False):
     """Loss-normalised full-batch GD, ``theta <- theta - eta grad(loss)/loss`` (Lyu & Li 2020).
 
     A time change of gradient flow on the summed loss (3.3): early on it is GD with learning rate
     ``eta / (n log 2)``; late it takes the steps gradient flow needs exponentially long for.
     ``schedule`` lists ``(eta, steps)`` phases (a smaller final ``eta`` removes the step-size
     oscillation between the two neuron groups). Runs in the log domain (:func:`log_loss`).
+    With ``relative=True`` every model instead takes the step ``eta ||theta|| g / ||g||``
+    (``g = grad log(loss)``, norms over all of that model's parameters): another time change of
+    gradient flow, for nets that are not 2-homogeneous. In the residual net (3.30) the margin grows
+    like ``||theta||^4``, so the loss-normalised step grows like ``||theta||^3`` and diverges
+    (Chapter 2's long residual run).
     Returns ``{step: params snapshot}`` for the (global) steps in ``log_steps``.
     """
     V.callable_(forward, "forward")
@@ -376,6 +461,7 @@ def train_normalized_gd(forward, params, X, y, schedule, log_steps=(), progress:
         raise V.ArgumentTypeError(f"schedule must list (eta, steps) pairs, got {V.describe(schedule)}")
     schedule = [(V.positive(eta, "schedule eta"), V.nonnegative_int(steps, "schedule steps")) for eta, steps in pairs]
     schedule = [(float(eta), int(steps)) for eta, steps in schedule]
+    relative = V.boolean(relative, "relative")
     forward = _UNCHECKED.get(forward, forward)
     etas = [eta for eta, steps in schedule for _ in range(steps)]
     log = {0: _snapshot(params)} if 0 in log_steps else {}
@@ -383,13 +469,21 @@ def train_normalized_gd(forward, params, X, y, schedule, log_steps=(), progress:
         total = _log_loss(forward, params, X, y).sum()
         grads = torch.autograd.grad(total, params)
         with torch.no_grad():
+            factor = etas[step - 1] * (_relative_factor(params, grads) if relative else torch.ones(1, dtype=total.dtype))
             for p, g in zip(params, grads):
-                p -= etas[step - 1] * g
+                p -= factor.reshape(-1, *[1] * (g.ndim - 1)) * g
         if step % 100 == 0 or step == len(etas):
             V.finite_loss(total.detach(), step, etas[step - 1], what="log-loss")
         if step in log_steps:
             log[step] = _snapshot(params)
     return log
+
+
+def _relative_factor(params, grads) -> torch.Tensor:
+    """``||theta|| / ||g||`` per model (leading axis): the scale of the relative step of
+    :func:`train_normalized_gd`."""
+    sq = lambda ts: sum((t.reshape(t.shape[0], -1) ** 2).sum(1) for t in ts)
+    return torch.sqrt(sq(params) / sq(grads))
 
 
 # --------------------------------------------------------------------------------------------

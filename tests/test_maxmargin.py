@@ -343,3 +343,102 @@ def test_two_layer_report(data):
     assert r["median_corr_mean"] < 0.99                 # the class mean is not the max-margin direction
     with pytest.raises(ValueError):
         mm.two_layer_report(W, a, X, y[:-1], Xt)
+
+
+# ---- extremal sectors and directions (Lemmas 3.1/3.2) -------------------------------------------
+
+def _brute_force_feasible_2d(X, sigma, n=20000):
+    """Scan unit vectors in R^2 (plus the exact normals of every x_i) for one with the pattern sigma."""
+    theta = np.linspace(0, 2 * np.pi, n, endpoint=False)
+    U = np.c_[np.cos(theta), np.sin(theta)]
+    U = np.vstack([U, X[:, ::-1] * [1, -1], X[:, ::-1] * [-1, 1]])  # the normals make sigma_i = 0 reachable
+    P = U @ X.T
+    P[np.abs(P) < 1e-12] = 0
+    return bool((np.sign(P) == sigma).all(axis=1).any())
+
+
+def test_sector_is_feasible_matches_brute_force_and_max_margin(data):
+    rng = np.random.default_rng(1)
+    X2 = np.array([[1.0, 0], [0, 1], [1, 1], [-1, 2]])
+    for sigma in ([1, -1, 0, -1], [1, 1, 0, 1], [1, 1, 1, 1], [1, -1, 1, -1], [-1, 1, 1, 1], [0, 1, 1, 1],
+                  [1, 1, 1, -1], [-1, -1, -1, 1]):
+        assert mm.sector_is_feasible(X2, np.array(sigma)) == _brute_force_feasible_2d(X2, np.array(sigma)), sigma
+    # for +-1 patterns, a second algorithm: S_sigma is non-empty iff max_margin(sigma x) exists (Lawson-Hanson)
+    X, y = data
+    Xs = X[:60] + 0.6 * rng.standard_normal((60, 20))   # not orthogonally separable any more
+    for sigma in (np.sign(y[:60]), -np.sign(y[:60]), rng.choice([-1.0, 1.0], 60), np.sign(Xs[:, 0])):
+        try:
+            mm.max_margin(sigma[:, None] * Xs)
+            exists = True
+        except ValueError:
+            exists = False
+        assert mm.sector_is_feasible(Xs, sigma) == exists
+    assert mm.sector_is_feasible(X, y) and mm.sector_is_feasible(X, -y)
+    with pytest.raises(ValueError):
+        mm.sector_is_feasible(X2, np.array([1, 2, 0, 1]))
+    with pytest.raises(ValueError):
+        mm.sector_is_feasible(X2, np.array([1, 0, 1]))
+
+
+def test_G_value():
+    X = np.array([[1.0, 0], [0, 1], [-1, -1]])
+    y = np.array([1, 1, -1])
+    W = np.array([[1.0, 0], [-1, 0], [0.6, 0.8]])
+    assert np.allclose(mm.G_value(W, X, y), [0.5, -0.5, 0.7])
+    with pytest.raises(ValueError):
+        mm.G_value(np.ones((2, 3)), X, y)
+
+
+def test_extremal_directions_orthogonally_separable(data):
+    """Lemma 3.2: exactly one positive and one negative extremal direction; for these data they are
+    the normalised class sums, inside the sectors sigma+- of eqs. (3.13)/(3.14)."""
+    X, y = data
+    for sign, sigma in zip((1, -1), mm.extremal_sectors(X, y)):
+        dirs, counts, unresolved = mm.extremal_directions(X, sign * y, n_starts=200, seed=0)
+        assert dirs.shape == (1, 20) and counts.tolist() == [200] and unresolved == 0
+        mean = X[y == sign].sum(0)
+        assert np.allclose(dirs[0], mean / np.linalg.norm(mean), atol=1e-12)
+        assert (mm.activation_patterns(dirs, X)[0] == sigma).all()
+
+
+def test_extremal_directions_match_a_2d_scan():
+    """In R^2 the strict local maxima of G on the circle can be found by scanning angles (an
+    independent computation). The fixed-point search finds exactly those inside a sector; maxima on
+    a sector boundary (some w.x_i = 0, a kink of G) it leaves unresolved, as documented."""
+    theta = np.linspace(-np.pi, np.pi, 200001)[:-1]
+    U = np.c_[np.cos(theta), np.sin(theta)]
+    n_interior = []
+    for k, y in enumerate([np.array([1, 1, -1, 1, -1, 1]), np.array([1, -1, 1, -1, 1, -1])] * 4):
+        X = np.random.default_rng(k).standard_normal((6, 2))
+        G = mm.G_value(U, X, y)
+        is_max = (G > np.roll(G, 1)) & (G > np.roll(G, -1)) & (G > 0)
+        interior = U[is_max][np.abs(U[is_max] @ X.T).min(axis=1) > 1e-3]
+        dirs, counts, unresolved = mm.extremal_directions(X, y, n_starts=400, seed=0)
+        assert len(dirs) == len(interior) and counts.sum() + unresolved == 400
+        for u in interior:
+            assert np.max(dirs @ u) > 1 - 1e-8
+        n_interior.append(len(interior))
+    assert max(n_interior) >= 2  # the scan covers data with several extremal directions
+    with pytest.raises(ValueError):
+        mm.extremal_directions(X, y, n_starts=0)
+
+
+def test_relative_normalized_gd_step(data):
+    """relative=True: each model's first step has length eta ||theta|| along -grad log(loss)."""
+    X, y = data
+    Xt, yt = torch.tensor(np.stack([X[:100], X[100:200]])), torch.tensor(np.stack([y[:100], y[100:200]]))
+    params = mm.default_init(mm.residual_shapes(20, 10, 4), 2, seed=0, scale=0.5)
+    before = [p.detach().clone() for p in params]
+    grads = torch.autograd.grad(mm.log_loss(mm.residual_forward, params, Xt, yt).sum(), params)
+    mm.train_normalized_gd(mm.residual_forward, params, Xt, yt, [(0.01, 1)], progress=False, relative=True)
+    for s in range(2):
+        step = torch.cat([(p.detach()[s] - b[s]).ravel() for p, b in zip(params, before)])
+        theta = torch.cat([b[s].ravel() for b in before])
+        g = torch.cat([gr[s].ravel() for gr in grads])
+        assert float(step.norm() / theta.norm()) == pytest.approx(0.01, rel=1e-9)
+        assert float(-step @ g / step.norm() / g.norm()) == pytest.approx(1.0, abs=1e-12)
+    loss0 = mm.log_loss(mm.residual_forward, params, Xt, yt).sum().item()
+    mm.train_normalized_gd(mm.residual_forward, params, Xt, yt, [(0.01, 50)], progress=False, relative=True)
+    assert mm.log_loss(mm.residual_forward, params, Xt, yt).sum().item() < loss0
+    with pytest.raises(TypeError):
+        mm.train_normalized_gd(mm.residual_forward, params, Xt, yt, [(0.01, 1)], relative="yes")
