@@ -153,3 +153,139 @@ def test_git_commit_ignores_run_outputs_under_results(tmp_path):
     assert REAL_GIT_COMMIT(tmp_path) == head
     (tmp_path / "code.py").write_text("x = 2\n")
     assert REAL_GIT_COMMIT(tmp_path) == head + "-dirty"
+
+
+# ---- what the record holds, exactly (mutation testing found these unpinned) ------------------------
+
+def test_record_file_layout_and_provenance(tmp_path, monkeypatch, capsys):
+    import os
+    import platform
+
+    import torch
+
+    monkeypatch.setenv("REPRO_SCALE", "full")
+    monkeypatch.setenv("REPRO_SEED", "7")
+    monkeypatch.setattr(results, "RESULTS_DIR", tmp_path / "new" / "results")  # parents created on demand
+    replaced = []
+    real_replace = os.replace
+    monkeypatch.setattr(results.os, "replace", lambda src, dst: (replaced.append(src), real_replace(src, dst)))
+    path = results.save_results("demo", {"b": 1, "a": True}, seeds=[3], wall_time_s=1.23456)
+    assert capsys.readouterr().out == "saved results/demo/full.json\n"
+    assert os.path.dirname(replaced[0]) == str(path.parent)  # the temporary sits beside the target (atomic rename)
+    text = path.read_text()
+    record = json.loads(text)
+    assert text == json.dumps(record, indent=1, sort_keys=True) + "\n"
+    assert list(record) == ["chapter", "config", "metrics", "provenance"]
+    assert record["chapter"] == "demo" and record["config"] is None and record["metrics"] == {"a": True, "b": 1}
+    prov = record["provenance"]
+    assert prov["date_utc"].endswith("+00:00")
+    assert {k: prov[k] for k in ("scale", "seed_offset", "seeds", "git_commit", "wall_time_s")} == \
+        {"scale": "full", "seed_offset": 7, "seeds": [3], "git_commit": "0123abc", "wall_time_s": 1.235}
+    assert prov["machine"] == {"platform": platform.platform(), "processor": platform.machine(),
+                               "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+                               "python": platform.python_version(), "torch": torch.__version__,
+                               "numpy": np.__version__}
+    results.save_results("demo", {"b": 2}, seeds=[3], wall_time_s=1.0)  # the directory exists now: fine
+    assert results.load_results("demo")["metrics"] == {"b": 2}
+
+
+def test_provenance_states_the_scale_it_is_given():
+    assert results.provenance([0], 1.0, "paper")["scale"] == "paper"
+    assert results.provenance([0], 1.0)["scale"] == "quick"
+
+
+@pytest.mark.parametrize("call,match", [
+    (lambda: results.provenance([-1], 1.0), r"^seeds\[i\] "),
+    (lambda: results.provenance(3, 1.0), r"^seeds "),
+    (lambda: results.provenance([0], -1.0), r"^wall_time_s "),
+    (lambda: results.provenance([0], 1.0, "huge"), r"^scale "),
+    (lambda: results.save_results("demo", {"a": 1}, seeds=[-1], wall_time_s=1.0), r"^seeds\[i\] "),
+    (lambda: results.save_results("demo", {"a": 1}, seeds=3, wall_time_s=1.0), r"^seeds "),
+    (lambda: results.save_results("demo", {"a": 1}, seeds=[0], wall_time_s=-1.0), r"^wall_time_s "),
+    (lambda: results.save_results("demo", {}, seeds=[0], wall_time_s=1.0), r"^metrics must be a non-empty dict$"),
+    (lambda: results.results_path(3), r"^chapter must be a str \(the chapter key\), got 3$"),
+    (lambda: results.results_path("_"), r"^chapter key must be a non-empty identifier like 'boolean_swaps', got '_'$"),
+    (lambda: results.format_value(1.0, 0), r"^digits "),
+    (lambda: results.markdown_table([], []), r"^header "),
+    (lambda: results.markdown_table(["a"], [], digits=0), r"^digits "),
+    (lambda: results.markdown_table(["a"], 5), r"^rows must be an iterable of rows, got 5$"),
+    (lambda: results.paper_vs_ours_markdown(5), r"^rows "),
+    (lambda: results.paper_vs_ours_markdown([{"quantity": "q"}], digits=0), r"^digits "),
+    (lambda: results.paper_vs_ours_markdown([]), r"^rows: paper_vs_ours needs at least one row$"),
+    (lambda: results.paper_vs_ours_markdown([{"paper": 1}]), r"^row 0 must be a dict with at least a 'quantity' key"),
+    (lambda: results.paper_vs_ours_markdown([{"quantity": "q", "x": 1}]), r"^row 0 has unknown keys \['x'\]"),
+    (lambda: results._to_jsonable(object()), r"^cannot store a value of type object in results JSON$"),
+])
+def test_error_messages_name_the_argument(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_to_jsonable_takes_tensors_and_refuses_look_alikes():
+    import torch
+
+    assert results._to_jsonable({"t": torch.tensor([[1.5, 2.0]]), 3: (np.int8(4),)}) == {"t": [[1.5, 2.0]], "3": [4]}
+
+    class OnlyTolist:
+        def tolist(self):
+            return [1]
+
+    class OnlyDtype:
+        dtype = "float32"
+
+    for value in (OnlyTolist(), OnlyDtype()):
+        with pytest.raises(ValueError, match=f"type {type(value).__name__} "):
+            results._to_jsonable(value)
+
+
+def test_table_cells_exactly():
+    table = results.markdown_table(["x", "y|z"], [[True, "a\nb|c"], [False, 1.23456]], digits=2)
+    assert table == "| x | y|z |\n|---|---|\n| yes | a b\\|c |\n| no | 1.2 |"
+    assert results.markdown_table(["only"], [[None]]) == "| only |\n|---|\n| — |"
+    md = results.paper_vs_ours_markdown([{"quantity": "q", "paper": 0.123456, "note": "n"}], digits=2)
+    assert md.splitlines()[2] == "| q | 0.12 | — | — | n |"
+
+
+def test_git_commit_outside_a_repository_is_unknown_and_untracked_files_do_not_count(tmp_path):
+    import subprocess
+
+    assert REAL_GIT_COMMIT(tmp_path) == "unknown"
+    run = lambda *a: subprocess.run(["git", *a], cwd=tmp_path, check=True, capture_output=True, text=True).stdout.strip()
+    run("init", "-q")
+    run("config", "user.email", "t@example.org")
+    run("config", "user.name", "t")
+    (tmp_path / "code.py").write_text("x = 1\n")
+    run("add", ".")
+    run("commit", "-q", "-m", "init")
+    (tmp_path / "scratch.txt").write_text("not tracked")
+    assert REAL_GIT_COMMIT(tmp_path) == run("rev-parse", "HEAD")
+
+
+def test_dirty_refusal_says_how_to_proceed(monkeypatch, commit):
+    monkeypatch.setenv("REPRO_SCALE", "full")
+    commit("abc-dirty")
+    with pytest.raises(results.DirtyTreeError, match="set REPRO_ALLOW_DIRTY=1 for a record marked -dirty$"):
+        results.require_clean_tree()
+
+
+def test_defaults_of_the_path_and_the_table(tmp_path):
+    assert results.results_path("demo") == results.RESULTS_DIR / "demo" / "full.json"
+    assert results.results_path("demo", "paper", root=tmp_path) == tmp_path / "demo" / "paper.json"
+    data = results.paper_vs_ours([{"quantity": "q", "paper": 0.123456}]).data
+    assert "| 0.123 |" in data
+
+
+def test_quick_save_says_why_and_a_failed_write_cleans_up(tmp_path, monkeypatch, capsys):
+    results.save_results("demo", {"a": 1}, seeds=[0], wall_time_s=1.0, root=tmp_path)
+    assert capsys.readouterr().out == "quick scale: results not saved (a 'quick' run never writes under results/)\n"
+    monkeypatch.setenv("REPRO_SCALE", "full")
+    path = results.save_results("demo", {"a": 1}, seeds=[0], wall_time_s=1.0, root=tmp_path)
+    assert capsys.readouterr().out == f"saved {path}\n"  # an explicit root is printed whole
+
+    def broken_dump(*args, **kwargs):
+        raise OSError("disk full")
+
+    monkeypatch.setattr(results.json, "dump", broken_dump)
+    with pytest.raises(OSError, match="disk full"):
+        results.save_results("demo", {"a": 2}, seeds=[0], wall_time_s=1.0, root=tmp_path)
+    assert sorted(p.name for p in path.parent.iterdir()) == ["full.json"]  # temporary removed, old file kept
