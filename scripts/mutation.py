@@ -2,13 +2,14 @@
 
     bash scripts/mutation.sh lib/distill.py     # run mutmut on lib/distill.py, update results/mutation.json
     python scripts/mutation.py --check           # which records are missing or stale (CI prints this)
+    python scripts/mutation.py --judge NAME "why it is equivalent"   # record a survivor as equivalent
 
 A mutant is a one-token change of the module (``<`` for ``<=``, ``1`` for ``0``, a dropped argument...);
 the module's unit tests *kill* it when one of them fails. ``results/mutation.json`` keeps, per module,
 the module's sha256, the counts, the score and the mutmut version and git commit of the run, and the
 surviving mutants judged *equivalent* (they cannot change any result: e.g. ``"QUICK".lower()`` for
 ``"quick"``), each with its reason. A mutant that makes a test run past mutmut's time limit (an endless
-loop) counts as detected, like a killed one. Those judgements are written by hand into the file; a re-run keeps
+loop) counts as detected, like a killed one. A re-run keeps
 the ones whose mutant still survives and drops (and prints) the rest, since mutant numbers shift when
 the module changes. The score is detected / (mutants - equivalent); the bar is 90 % (README, "Tests
 that bite"). Mutmut's configuration is in pyproject.toml (``[tool.mutmut]``): only the unit tests judge.
@@ -106,6 +107,21 @@ def stale_modules(record: dict, required=REQUIRED) -> list[str]:
     return lines
 
 
+def judge(record: dict, mutant: str, reason: str) -> dict:
+    """Move a surviving mutant of ``record`` to the module's equivalent ones, with ``reason``, and
+    recompute the score. Only a survivor of the latest run can be judged."""
+    module = mutant.split(".")[1] if mutant.startswith("lib.") else None
+    entry = record.get(module)
+    if entry is None or mutant not in entry["surviving"]:
+        raise ValueError(f"{mutant!r} is not a surviving mutant of a recorded module")
+    if not reason.strip():
+        raise ValueError("say why the mutant is equivalent")
+    entry["surviving"].remove(mutant)
+    entry["equivalent"][mutant] = reason.strip()
+    entry["score"] = round((entry["killed"] + entry["timeouts"]) / (entry["mutants"] - len(entry["equivalent"])), 4)
+    return record
+
+
 def run_module(path: str, max_children: int) -> dict:
     """Run mutmut on one module and return its new record entry (the old equivalent judgements kept)."""
     module = module_name(path)
@@ -133,7 +149,13 @@ def main(argv=None) -> int:
     parser.add_argument("module", nargs="?", help="lib/<name>.py to mutate")
     parser.add_argument("--check", action="store_true", help="report missing, stale or low records and exit 0")
     parser.add_argument("--max-children", type=int, default=2, help="parallel mutant runs (cores)")
+    parser.add_argument("--judge", nargs=2, metavar=("MUTANT", "REASON"), help="record a survivor as equivalent")
     args = parser.parse_args(argv)
+    if args.judge:
+        record = judge(load_record(), *args.judge)
+        RECORD.write_text(json.dumps(record, indent=1) + "\n")
+        print(f"{args.judge[0]} judged equivalent; score now {record[args.judge[0].split('.')[1]]['score']:.1%}")
+        return 0
     if args.check:
         lines = stale_modules(load_record())
         print("\n".join(f"WARNING mutation record: {line}" for line in lines) or "mutation records: all current")

@@ -62,3 +62,17 @@ def test_stale_modules_reports_missing_changed_dirty_and_low_records():
     assert "uncommitted" in mutation.stale_modules({"scale": good | {"git_commit": "a" * 40 + "-dirty"}}, ["scale"])[0]
     assert "below 90%" in mutation.stale_modules({"scale": good | {"score": 0.89}}, ["scale"])[0]
     assert mutation.stale_modules({}, ["not_landed_yet"]) == []
+
+
+def test_judging_a_survivor_moves_it_and_rescores():
+    record = {"scale": {"mutants": 10, "killed": 8, "timeouts": 0, "surviving": ["lib.scale.x_f__mutmut_1",
+                                                                                  "lib.scale.x_f__mutmut_2"],
+                        "equivalent": {}, "score": 0.8}}
+    mutation.judge(record, "lib.scale.x_f__mutmut_2", " no input tells them apart ")
+    assert record["scale"]["surviving"] == ["lib.scale.x_f__mutmut_1"]
+    assert record["scale"]["equivalent"] == {"lib.scale.x_f__mutmut_2": "no input tells them apart"}
+    assert record["scale"]["score"] == pytest.approx(8 / 9, abs=1e-4)
+    with pytest.raises(ValueError, match="not a surviving mutant"):
+        mutation.judge(record, "lib.scale.x_f__mutmut_2", "again")
+    with pytest.raises(ValueError, match="say why"):
+        mutation.judge(record, "lib.scale.x_f__mutmut_1", "  ")
