@@ -289,3 +289,8 @@ def test_quick_save_says_why_and_a_failed_write_cleans_up(tmp_path, monkeypatch,
     with pytest.raises(OSError, match="disk full"):
         results.save_results("demo", {"a": 2}, seeds=[0], wall_time_s=1.0, root=tmp_path)
     assert sorted(p.name for p in path.parent.iterdir()) == ["full.json"]  # temporary removed, old file kept
+
+
+def test_three_significant_digits_by_default():
+    assert results.format_value(0.123456) == "0.123"
+    assert results.markdown_table(["v"], [[0.123456]]).endswith("| 0.123 |")
