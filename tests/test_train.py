@@ -94,3 +94,188 @@ def test_bad_hyperparameters():
         train.train_minibatch(model, X, y[:3], train.mse_per_model, 1, 2, 0.1)
     with pytest.raises(ValueError, match="empty"):
         train.History().final_loss
+
+
+# ---- values against independent computations (mutation testing found these unpinned) --------------
+
+def test_losses_match_their_closed_forms():
+    rng = np.random.default_rng(0)
+    out, y = rng.normal(size=(2, 5)), rng.choice([-1.0, 1.0], size=5)
+    t = lambda a: torch.tensor(a)
+    assert train.mse_per_model(t(out), t(y)).numpy() == pytest.approx(((out - y) ** 2).mean(1))
+    assert train.mse_per_model(t(out), t(out[::-1].copy())).numpy() == pytest.approx(((out - out[::-1]) ** 2).mean(1))
+    assert train.logistic_per_model(t(out), t(y)).numpy() == pytest.approx(np.log1p(np.exp(-y * out)).mean(1))
+    logits, labels = rng.normal(size=(2, 4, 3)), np.array([[0, 2, 1, 1], [2, 2, 0, 1]])
+    logp = logits - np.log(np.exp(logits).sum(-1, keepdims=True))
+    expected = -np.take_along_axis(logp, labels[..., None], -1)[..., 0].mean(1)
+    assert train.cross_entropy_per_model(t(logits), t(labels)).numpy() == pytest.approx(expected)
+    shared = -logp[:, np.arange(4), labels[0]].mean(1)  # labels (n,) shared by both models
+    assert train.cross_entropy_per_model(t(logits), t(labels[0])).numpy() == pytest.approx(shared)
+
+
+class _Linear(torch.nn.Module):
+    """f(X) = X w as one model's outputs (1, n): least squares with a hand-computable gradient."""
+
+    def __init__(self, w):
+        super().__init__()
+        self.w = torch.nn.Parameter(torch.tensor(w, dtype=torch.float64))
+
+    def forward(self, X):
+        return (X @ self.w)[None]
+
+
+def _numpy_gd(X, y, w, lr, steps, momentum=0.0, wd=0.0):
+    """Losses before each step and after the last of heavy-ball GD on mean (Xw - y)^2 (torch's SGD rule)."""
+    losses, buf = [], np.zeros_like(w)
+    for _ in range(steps):
+        r = X @ w - y
+        losses.append(np.mean(r ** 2))
+        g = 2 * X.T @ r / len(y) + wd * w
+        buf = momentum * buf + g if momentum else g
+        w = w - lr * buf
+    losses.append(np.mean((X @ w - y) ** 2))
+    return np.array(losses), w
+
+
+@pytest.mark.parametrize("momentum,wd", [(0.0, 0.0), (0.5, 0.1)])
+def test_full_batch_gd_follows_the_hand_computed_iterates(momentum, wd):
+    rng = np.random.default_rng(1)
+    X, y, w0 = rng.normal(size=(6, 3)), rng.normal(size=6), rng.normal(size=3)
+    model = _Linear(w0)
+    hist = train.train_full_batch(model, torch.tensor(X), torch.tensor(y), train.mse_per_model, 7, lr=0.1,
+                                  momentum=momentum, weight_decay=wd, log_every=3, progress=False)
+    losses, w = _numpy_gd(X, y, w0, 0.1, 7, momentum, wd)
+    assert hist.steps == [0, 3, 6, 7]
+    assert hist.losses()[:, 0] == pytest.approx(losses[[0, 3, 6, 7]], rel=1e-10)
+    assert model.w.detach().numpy() == pytest.approx(w, rel=1e-10)
+    assert hist.final_loss == pytest.approx([losses[-1]], rel=1e-10)
+    assert 0 <= hist.wall_time_s < 60
+
+
+def test_default_log_every_is_a_hundredth_of_the_steps():
+    X, y = torch.zeros(4, 2, dtype=torch.float64), torch.zeros(4, dtype=torch.float64)
+    assert train.train_full_batch(_Linear([0.0, 0.0]), X, y, train.mse_per_model, 50, 0.1, progress=False).steps \
+        == list(range(51))
+    assert train.train_full_batch(_Linear([0.0, 0.0]), X, y, train.mse_per_model, 250, 0.1, progress=False).steps \
+        == list(range(0, 250, 2)) + [250]
+
+
+def _nan_after(calls):
+    """A loss that is finite for its first ``calls`` evaluations, then NaN."""
+    seen = []
+
+    def loss(out, y):
+        seen.append(1)
+        value = ((out - y) ** 2).mean(1)
+        return value * float("nan") if len(seen) > calls else value
+
+    return loss
+
+
+def test_divergence_names_the_step_and_the_learning_rate():
+    X, y = torch.ones(3, 2, dtype=torch.float64), torch.ones(3, dtype=torch.float64)
+    from lib.validate import TrainingDivergedError
+
+    with pytest.raises(TrainingDivergedError, match=r"became NaN or infinite by step 4 with lr=0\.1:"):
+        train.train_full_batch(_Linear([0.0, 0.0]), X, y, _nan_after(4), 10, 0.1, log_every=2, progress=False)
+    with pytest.raises(TrainingDivergedError, match=r"by step 3 with lr=0\.1:"):  # only the final evaluation is NaN
+        train.train_full_batch(_Linear([0.0, 0.0]), X, y, _nan_after(3), 3, 0.1, log_every=1, progress=False)
+    with pytest.raises(TrainingDivergedError, match=r"by step 3 \(epoch\) with lr=0\.1:"):  # one batch per epoch
+        train.train_minibatch(_Linear([0.0, 0.0]), X, y, _nan_after(2), 5, 3, 0.1, progress=False)
+
+
+def test_minibatch_epochs_follow_the_seeded_permutation_and_average_exactly():
+    X = torch.ones(10, 2, dtype=torch.float64)
+    y = torch.arange(10, dtype=torch.float64)  # the targets name the rows each batch holds
+    seen = []
+
+    def loss(out, target):
+        seen.append((target.numpy().copy(), float(((out - target) ** 2).mean().detach())))
+        return ((out - target) ** 2).mean(1)
+
+    ends = []
+    hist = train.train_minibatch(_Linear([0.0, 0.0]), X, y, loss, 2, 4, 1e-3, progress=False,
+                                 on_epoch_end=lambda e, m: ends.append((e, m)))
+    gen = torch.Generator().manual_seed(0)  # the default seed
+    for epoch in range(2):
+        order = torch.randperm(10, generator=gen).numpy()
+        batches = seen[3 * epoch:3 * epoch + 3]
+        assert [b[0].tolist() for b in batches] == [order[i:i + 4].tolist() for i in (0, 4, 8)]
+        assert hist.loss[epoch] == pytest.approx(sum(l * len(rows) for rows, l in batches) / 10, rel=1e-12)
+    assert hist.steps == [1, 2] and [e for e, _ in ends] == [0, 1] and all(isinstance(m, _Linear) for _, m in ends)
+    assert 0 <= hist.wall_time_s < 60
+    again = []
+    train.train_minibatch(_Linear([0.0, 0.0]), X, y, lambda o, t: (again.append(t.tolist()), ((o - t) ** 2).mean(1))[1],
+                          1, 4, 1e-3, seed=1, progress=False)
+    assert again[0] != seen[0][0].tolist()  # another seed, another order
+
+
+def test_optimizer_settings_reach_torch():
+    p = [torch.nn.Parameter(torch.zeros(2))]
+    group = train.make_optimizer(p).param_groups[0]
+    assert (group["lr"], group["momentum"], group["weight_decay"]) == (0.1, 0.0, 0.0)
+    group = train.make_optimizer(p, "sgd", 0.2, momentum=0.9, weight_decay=0.01).param_groups[0]
+    assert (group["lr"], group["momentum"], group["weight_decay"]) == (0.2, 0.9, 0.01)
+    opt = train.make_optimizer(p, "adam", 0.003, weight_decay=0.02)
+    assert isinstance(opt, torch.optim.Adam) and (opt.param_groups[0]["lr"], opt.param_groups[0]["weight_decay"]) == (0.003, 0.02)
+
+
+@pytest.mark.parametrize("call,match", [
+    (lambda: train.make_optimizer([], "sgd"), r"^params must be a non-empty iterable of tensors, got "),
+    (lambda: train.make_optimizer(torch.zeros(2)), r"^params must be an iterable of tensors, got tensor"),
+    (lambda: train.make_optimizer([torch.zeros(1)], lr=-1.0), r"^lr \(the learning rate\) "),
+    (lambda: train.make_optimizer([torch.zeros(1)], momentum=1.5), r"^momentum "),
+    (lambda: train.make_optimizer([torch.zeros(1)], weight_decay=-1.0), r"^weight_decay "),
+    (lambda: train.make_optimizer([torch.zeros(1)], "lbfgs"), r"^optimizer "),
+    (lambda: train.train_full_batch("net", torch.zeros(2, 1), torch.zeros(2), train.mse_per_model, 1, 0.1),
+     r"^model must be a torch.nn.Module, got str 'net'$"),
+    (lambda: train.train_full_batch(_Linear([0.0]), torch.zeros(2, 1, dtype=torch.long), torch.zeros(2),
+                                    train.mse_per_model, 1, 0.1), r"^X "),
+    (lambda: train.train_full_batch(_Linear([0.0]), torch.zeros(2, 1), [0, 1], train.mse_per_model, 1, 0.1), r"^y "),
+    (lambda: train.train_full_batch(_Linear([0.0]), torch.zeros(2, 1), torch.zeros(2), 3, 1, 0.1), r"^loss_fn "),
+    (lambda: train.train_full_batch(_Linear([0.0]), torch.zeros(2, 1), torch.zeros(2), train.mse_per_model, 0, 0.1),
+     r"^steps "),
+    (lambda: train.train_full_batch(_Linear([0.0]), torch.zeros(2, 1), torch.zeros(2), train.mse_per_model, 2, 0.1,
+                                    log_every=0), r"^log_every "),
+    (lambda: train.train_minibatch(_Linear([0.0]), torch.zeros(2, 1), torch.zeros(2), train.mse_per_model, 0, 1, 0.1),
+     r"^epochs "),
+    (lambda: train.train_minibatch(_Linear([0.0]), torch.zeros(2, 1), torch.zeros(2), train.mse_per_model, 1, 0, 0.1),
+     r"^batch_size "),
+    (lambda: train.train_minibatch(_Linear([0.0]), torch.zeros(2, 1), torch.zeros(2), train.mse_per_model, 1, 1, 0.1,
+                                   on_epoch_end=3), r"^on_epoch_end "),
+    (lambda: train.train_minibatch(_Linear([0.0]), torch.zeros(2, 1), torch.zeros(()), train.mse_per_model, 1, 1, 0.1),
+     r"^X and y must have the same number of rows"),
+    (lambda: train.mse_per_model(torch.zeros(3), torch.zeros(3)), r"^out must have shape \(n_models, n, \.\.\.\), got tensor"),
+    (lambda: train.mse_per_model(torch.zeros(1, 3, dtype=torch.long), torch.zeros(3)), r"^out "),
+    (lambda: train.mse_per_model(torch.zeros(1, 3), torch.zeros(3, dtype=torch.long)), r"^y "),
+    (lambda: train.mse_per_model(torch.zeros(2, 3), torch.zeros(4)),
+     r"^targets of shape \(4,\) match neither the outputs \(2, 3\) nor one model's outputs \(3,\)$"),
+    (lambda: train.cross_entropy_per_model(torch.zeros(1, 3, 1), torch.zeros(3, dtype=torch.long)),
+     r"^out must be logits of shape \(n_models, n, K >= 2\), got tensor"),
+    (lambda: train.cross_entropy_per_model(torch.zeros(1, 3, 2, 2), torch.zeros(3, dtype=torch.long)),
+     r"^out must be logits"),
+    (lambda: train.cross_entropy_per_model(torch.zeros(1, 3, 2), torch.zeros(3)), r"^y "),
+    (lambda: train.cross_entropy_per_model(torch.zeros(2, 3, 2), torch.zeros(2, 2, dtype=torch.long)),
+     r"^y must have shape \(3,\) or \(2, 3\), got tensor"),
+    (lambda: train.cross_entropy_per_model(torch.zeros(1, 3, 2), torch.full((3,), 2)), r"^y "),
+])
+def test_error_messages_name_the_argument(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_cross_entropy_accepts_per_model_label_tables_of_its_shape():
+    logits = torch.zeros(2, 3, 4)
+    assert train.cross_entropy_per_model(logits, torch.zeros(2, 3, dtype=torch.long)).numpy() == pytest.approx([np.log(4)] * 2)
+
+
+def test_history_losses_are_float64_and_the_bar_follows_progress(capsys):
+    assert train.History(loss=[np.float32(0.1), np.float32(0.2)]).losses().dtype == np.float64
+    X, y = torch.zeros(4, 2, dtype=torch.float64), torch.zeros(4, dtype=torch.float64)
+    train.train_full_batch(_Linear([0.0, 0.0]), X, y, train.mse_per_model, 3, 0.1, progress=False)
+    train.train_minibatch(_Linear([0.0, 0.0]), X, y, train.mse_per_model, 2, 2, 0.1, progress=False)
+    assert capsys.readouterr().err == ""
+    train.train_full_batch(_Linear([0.0, 0.0]), X, y, train.mse_per_model, 3, 0.1)  # progress on by default
+    assert "train" in capsys.readouterr().err
+    train.train_minibatch(_Linear([0.0, 0.0]), X, y, train.mse_per_model, 2, 2, 0.1, desc="fitting")
+    assert "fitting" in capsys.readouterr().err
