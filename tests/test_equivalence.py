@@ -343,3 +343,20 @@ def test_recover_one_hidden_layer_finds_every_reconstruction():
         E.recover_one_hidden_layer(lambda X: E.forward(net, X), 2)
     with pytest.raises(ValueError):
         E.recover_one_hidden_layer("f", 2)
+
+
+def test_check_transparent_finds_non_transparent_nets():
+    # Def. A.12 by brute force: a 400 x 400 grid finds inputs where a whole hidden layer is inactive
+    theta, _, _ = E.counterexample("non_transparent")
+    g = np.linspace(-0.999, 0.999, 400)
+    X = np.stack(np.meshgrid(g, g), -1).reshape(-1, 2)
+    h, all_off = X, np.zeros(len(X), bool)
+    for W, b in theta[:-1]:
+        h = h @ W.T + b
+        all_off |= (h < 0).all(1)
+        h = np.maximum(h, 0)
+    assert all_off.any() and not E.check_transparent(theta)  # exact 2-D path
+    # 3 inputs (the sampling path): both units off where x1 < 0 and x2 < 0; shifted biases keep one on
+    W1, W2 = np.array([[1.0, 0, 0], [0, 1.0, 0]]), np.array([[1.0, 1.0]])
+    assert not E.check_transparent([(W1, np.zeros(2)), (W2, np.zeros(1))])
+    assert E.check_transparent([(W1, np.array([1.5, 0.0])), (W2, np.zeros(1))])
