@@ -279,3 +279,35 @@ def test_history_losses_are_float64_and_the_bar_follows_progress(capsys):
     assert "train" in capsys.readouterr().err
     train.train_minibatch(_Linear([0.0, 0.0]), X, y, train.mse_per_model, 2, 2, 0.1, desc="fitting")
     assert "fitting" in capsys.readouterr().err
+
+
+def test_scalar_losses_are_logged_as_floats_and_one_dimensional_inputs_train():
+    X, y = torch.arange(4, dtype=torch.float64), torch.zeros(4, dtype=torch.float64)
+
+    class Scale(torch.nn.Module):  # X of shape (n,): one weight times the input
+        def __init__(self):
+            super().__init__()
+            self.w = torch.nn.Parameter(torch.ones((), dtype=torch.float64))
+
+        def forward(self, X):
+            return (self.w * X)[None]
+
+    scalar = lambda out, t: ((out - t) ** 2).mean()
+    full = train.train_full_batch(Scale(), X, y, scalar, 2, 0.01, progress=False)
+    mini = train.train_minibatch(Scale(), X, y, scalar, 2, 2, 0.01, progress=False)
+    assert all(type(l) is float for l in full.loss + mini.loss)
+    assert full.loss[0] == pytest.approx(float(np.mean(np.arange(4.0) ** 2)))
+
+
+def test_log_interval_and_bar_label_details(capsys):
+    X, y = torch.zeros(4, 2, dtype=torch.float64), torch.zeros(4, dtype=torch.float64)
+    assert train.train_full_batch(_Linear([0.0, 0.0]), X, y, train.mse_per_model, 200, 0.1, progress=False).steps \
+        == list(range(0, 200, 2)) + [200]  # 200 // 100 = 2
+    import re
+
+    train.train_full_batch(_Linear([0.0, 0.0]), X, y, train.mse_per_model, 3, 0.1)
+    assert re.search(r"(^|\r)train: ", capsys.readouterr().err)
+    train.train_minibatch(_Linear([0.0, 0.0]), X, y, train.mse_per_model, 1, 2, 0.1)
+    assert re.search(r"(^|\r)train: ", capsys.readouterr().err)
+    with pytest.raises(ValueError, match=r"^params must be a non-empty iterable of tensors, got list \[\]$"):
+        train.make_optimizer([])
