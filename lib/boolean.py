@@ -692,17 +692,23 @@ def parity_network(n: int, width: int, depth: int, alpha: float = 0.0) -> list:
 # Training many small nets at once (thesis §3.4.1, §3.4.2)
 # --------------------------------------------------------------------------------------------
 
+INITS = ("he", "torch")  # weight initialisations of StackedMLP
+
+
 class StackedMLP:
     """B independent leaky-ReLU MLPs with the nets axis last, trained without autograd.
 
     Hidden activations have shape (P, d, B). The first layer is one matmul (inputs are shared), the
     others a broadcast multiply-sum; both are much faster on CPU than thousands of tiny batched
     matmuls. Gradients are written by hand and Adam runs on one flat buffer, so an epoch costs a few
-    dozen tensor ops. He-normal weights, PyTorch-default uniform biases (thesis §3.4).
+    dozen tensor ops. He-normal weights, PyTorch-default uniform biases (thesis §3.4); ``init="torch"``
+    draws the weights as PyTorch's ``nn.Linear`` does, uniform on +-1/sqrt(fan_in) (Chapter 6, pruning
+    section: does the initialisation explain the thesis' 2x2 rate on 4-parity?).
     """
 
-    def __init__(self, widths, n_nets: int, alpha: float, seed: int):
+    def __init__(self, widths, n_nets: int, alpha: float, seed: int, init: str = "he"):
         alpha = _check_alpha(alpha)
+        V.choice(init, "init", INITS)
         widths = V.sequence(widths, "widths")
         if len(widths) < 2 or any(not isinstance(w, int) or w < 1 for w in widths) or widths[-1] != 1:
             raise ValueError(f"widths must be >= 2 positive ints ending in 1, got {widths}")
@@ -719,7 +725,10 @@ class StackedMLP:
         self.params = [v.view(s) for v, s in zip(self.theta.split(sizes), shapes)]
         self.grads = [v.view(s) for v, s in zip(self.grad.split(sizes), shapes)]
         for (d_in, _), W, b in zip(zip(widths[:-1], widths[1:]), self.params[::2], self.params[1::2]):
-            W.copy_(torch.randn(W.shape, generator=gen) * math.sqrt(2 / d_in))
+            if init == "he":
+                W.copy_(torch.randn(W.shape, generator=gen) * math.sqrt(2 / d_in))
+            else:
+                W.copy_((torch.rand(W.shape, generator=gen) * 2 - 1) / math.sqrt(d_in))
             b.copy_((torch.rand(b.shape, generator=gen) * 2 - 1) / math.sqrt(d_in))
 
     def keep_nets(self, keep: torch.Tensor, *flat_states: torch.Tensor) -> list:
@@ -833,7 +842,7 @@ def _fit(model: StackedMLP, X: torch.Tensor, Y: torch.Tensor, epochs: int, lr: f
 
 def train_boolean_nets(tables, width: int, depth: int, alpha: float, trials: int, epochs: int,
                        lr: float = 0.025, seed: int = 0, progress: bool = True,
-                       compact_every: int = 100, with_accuracy: bool = False):
+                       compact_every: int = 100, with_accuracy: bool = False, init: str = "he"):
     """Train ``trials`` nets of shape width x depth on each truth table; success matrix (F, trials).
 
     Thesis §3.4.2 setting: inputs {-1,1}^n, full batch, BCE with logits, Adam (lr 0.025), up to
@@ -842,7 +851,7 @@ def train_boolean_nets(tables, width: int, depth: int, alpha: float, trials: int
     ``compact_every`` epochs the solved nets are removed from the computation (their result is
     final), which does not change any other net's trajectory. With ``with_accuracy`` it returns
     (success, accuracy), accuracy (F, trials) = each net's best fraction of corners right over the
-    epochs (Chapter 6, higher dimensions: Figs. 3.8-3.9).
+    epochs (Chapter 6, higher dimensions: Figs. 3.8-3.9). ``init``: see :class:`StackedMLP`.
     """
     t, n = check_tables(tables, max_n=12)
     lr, seed = V.positive(lr, "lr"), V.seed(seed)
@@ -856,7 +865,7 @@ def train_boolean_nets(tables, width: int, depth: int, alpha: float, trials: int
     F = len(T2)
     X = torch.tensor(cube(n), dtype=torch.float32)
     Y = torch.tensor(np.repeat(T2.T, trials, axis=1), dtype=torch.float32)  # (P, F * trials)
-    model = StackedMLP([n] + [width] * depth + [1], F * trials, alpha, seed)
+    model = StackedMLP([n] + [width] * depth + [1], F * trials, alpha, seed, init)
     best = torch.zeros(model.B) if with_accuracy else None
     solved, _ = _fit(model, X, Y, epochs, lr, f"n={n} {width}x{depth} alpha={alpha}", progress, compact_every,
                      best_accuracy=best)

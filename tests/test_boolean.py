@@ -287,3 +287,14 @@ def test_prune_and_finetune_shapes():
     assert not res["solved"][1].any()  # one unit cannot compute XOR
     with pytest.raises(ValueError):
         B.prune_and_finetune(B.parity_table(2), 4, 0.1, parents=4, epochs=10, max_width=5)
+
+
+def test_stacked_mlp_initialisations():
+    # He-normal: std sqrt(2 / fan_in); "torch": uniform on +-1/sqrt(fan_in) (std 1/sqrt(3 fan_in))
+    he, uni = B.StackedMLP([4, 8, 1], 2000, 0.1, 0), B.StackedMLP([4, 8, 1], 2000, 0.1, 0, init="torch")
+    assert float(he.params[0].std()) == pytest.approx(np.sqrt(2 / 4), rel=0.02)
+    W = uni.params[0]
+    assert float(W.abs().max()) <= 0.5 and float(W.abs().max()) > 0.49
+    assert float(W.std()) == pytest.approx(1 / np.sqrt(12), rel=0.02)
+    with pytest.raises(ValueError, match="^init "):
+        B.StackedMLP([4, 8, 1], 2, 0.1, 0, init="xavier")
