@@ -36,3 +36,9 @@ def test_every_chapter_target_names_its_chapter_and_a_positive_limit():
     assert benchmark.SPEED_TARGETS
     for t in benchmark.SPEED_TARGETS:
         assert t.target_s > 0 and t.chapter.isdigit() and f"ch. {t.chapter}" in t.name
+
+
+def test_a_target_may_ask_for_more_calls():
+    calls = []
+    many = benchmark.SpeedTarget("many", "00", lambda: (lambda: calls.append(1)), 1.0, repeats=12)
+    assert benchmark.run_speed_targets(2, [many])[0]["repeats"] == 12 and len(calls) == 13  # one warm-up
