@@ -90,3 +90,39 @@ def test_batched_mlp_bad_input():
     with pytest.raises(ValueError, match="one seed per model"):
         nets.BatchedMLP([3, 1], n_models=2, seeds=[1])
 
+
+
+# ---- values against independent computations (mutation testing found these unpinned) --------------
+
+import numpy as np  # noqa: E402
+
+
+@pytest.mark.parametrize("scheme,std", [("he", np.sqrt(2 / 400)), ("lecun", np.sqrt(1 / 400)), ("normal", 1.0)])
+def test_init_schemes_have_their_standard_deviations(scheme, std):
+    (W1, b1), _ = nets.init_mlp([400, 300, 1], seed=0, scheme=scheme, scale=2.0)
+    assert float(W1.std()) == pytest.approx(2.0 * std, rel=0.02) and float(b1.abs().max()) == 0.0
+
+
+def test_activations_by_hand():
+    z = torch.tensor([-2.0, 0.0, 3.0])
+    assert nets.activate(z, "relu").tolist() == [0.0, 0.0, 3.0]
+    assert nets.activate(z, "leaky_relu", 0.1).tolist() == pytest.approx([-0.2, 0.0, 3.0])
+    assert nets.activate(z, "linear").tolist() == [-2.0, 0.0, 3.0]
+    with pytest.raises(ValueError, match="activation"):
+        nets.activate(z, "tanh")
+
+
+def test_activation_patterns_by_hand_and_without_hidden_layers():
+    # one hidden layer: units x1 and -x1 + 1; the pattern is (x1 >= 0, x1 <= 1)
+    params = [(np.array([[1.0, 0.0], [-1.0, 0.0]]), np.array([0.0, 1.0])), (np.ones((1, 2)), np.zeros(1))]
+    X = np.array([[-1.0, 5.0], [0.5, 0.0], [2.0, -3.0], [0.0, 0.0]])
+    assert nets.activation_patterns(params, X).tolist() == [[False, True], [True, True], [True, False], [True, True]]
+    linear = [(np.ones((1, 2)), np.zeros(1))]
+    assert nets.activation_patterns(linear, X).shape == (4, 0) and nets.activation_patterns(linear, X).dtype == bool
+
+
+def test_hidden_layer_bounds_in_the_message():
+    params = nets.init_mlp([2, 3, 3, 1], seed=0)
+    nets.permute_hidden(params, 1, [2, 0, 1])  # the last hidden layer is allowed
+    with pytest.raises(ValueError, match=r"^layer must index a hidden layer in \[0, 2\), got 2$"):
+        nets.permute_hidden(params, 2, [0])
