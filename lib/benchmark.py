@@ -122,11 +122,11 @@ def _swaps_five_inputs(bits: str | None):
 SPEED_TARGETS = [
     SpeedTarget("black-box recovery of a (3,3,2,1) net (ch. 01)", "01", _recover_3321, 1.0),
     SpeedTarget("max-margin vector, 500 x 20 (ch. 02)", "02", _max_margin_500x20, 5e-3),
-    SpeedTarget("swaps of 5-parity (ch. 06)", "06", _swaps_five_inputs(None), 5e-3, repeats=30),
+    SpeedTarget("swaps of 5-parity (ch. 06)", "06", _swaps_five_inputs(None), 5e-3, repeats=100),
     SpeedTarget("swaps of the swaps-9 five-input function (ch. 06)", "06",
-                _swaps_five_inputs("00110111001010100110010111110000"), 5e-3, repeats=30),
+                _swaps_five_inputs("00110111001010100110010111110000"), 5e-3, repeats=100),
     SpeedTarget("swaps of the costliest five-input function found (ch. 06)", "06",
-                _swaps_five_inputs("00110111001010100110110111110000"), 5e-3, repeats=30),
+                _swaps_five_inputs("00110111001010100110110111110000"), 5e-3, repeats=100),
 ]
 
 
