@@ -85,7 +85,18 @@ def git_commit() -> str:
 
 
 def load_record(path: Path = RECORD) -> dict:
-    return json.loads(path.read_text()) if path.exists() else {}
+    """Module name -> entry. On disk the entries sit under ``"modules"``, keyed by path (``lib/x.py``),
+    the layout the workplace's tools read."""
+    if not path.exists():
+        return {}
+    return {re.fullmatch(r"lib/(\w+)\.py", key).group(1): entry
+            for key, entry in json.loads(path.read_text())["modules"].items()}
+
+
+def save_record(record: dict, path: Path = RECORD) -> None:
+    """Write ``record`` (module name -> entry) in the on-disk layout of :func:`load_record`."""
+    modules = {f"lib/{name}.py": record[name] for name in sorted(record)}
+    path.write_text(json.dumps({"modules": modules}, indent=1) + "\n")
 
 
 def stale_modules(record: dict, required=REQUIRED) -> list[str]:
@@ -153,7 +164,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     if args.judge:
         record = judge(load_record(), *args.judge)
-        RECORD.write_text(json.dumps(record, indent=1) + "\n")
+        save_record(record)
         print(f"{args.judge[0]} judged equivalent; score now {record[args.judge[0].split('.')[1]]['score']:.1%}")
         return 0
     if args.check:
@@ -165,7 +176,7 @@ def main(argv=None) -> int:
     entry = run_module(args.module, args.max_children)
     record = load_record()
     record[module_name(args.module)] = entry
-    RECORD.write_text(json.dumps(dict(sorted(record.items())), indent=1) + "\n")
+    save_record(record)
     print(f"{args.module}: {entry['killed']} of {entry['mutants']} killed, {len(entry['equivalent'])} judged "
           f"equivalent, score {entry['score']:.1%} (bar {BAR:.0%}); {len(entry['surviving'])} survivors to judge or kill"
           f" (mutmut show NAME)")

@@ -76,3 +76,14 @@ def test_judging_a_survivor_moves_it_and_rescores():
         mutation.judge(record, "lib.scale.x_f__mutmut_2", "again")
     with pytest.raises(ValueError, match="say why"):
         mutation.judge(record, "lib.scale.x_f__mutmut_1", "  ")
+
+
+def test_record_round_trips_in_the_on_disk_layout(tmp_path):
+    path = tmp_path / "mutation.json"
+    record = {"scale": {"score": 1.0}, "nets": {"score": 0.8}}
+    mutation.save_record(record, path)
+    import json
+
+    assert list(json.loads(path.read_text())["modules"]) == ["lib/nets.py", "lib/scale.py"]
+    assert mutation.load_record(path) == record
+    assert mutation.load_record(tmp_path / "absent.json") == {}
