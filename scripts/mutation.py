@@ -27,6 +27,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))  # run as `python scripts/mutation.py`: the book's lib must be importable
+from lib.results import git_commit  # noqa: E402  (the commit, '-dirty' if tracked code changed)
 RECORD = ROOT / "results" / "mutation.json"
 BAR = 0.90
 #: The modules issue 16 asks to be at the bar (chapter algorithms and the core), and the newer chapter
@@ -72,16 +74,14 @@ def summarise(statuses: dict[str, str], equivalent: dict[str, str]) -> dict:
     if counts["not_checked"]:
         raise ValueError(f"{counts['not_checked']} mutants were not checked: the run did not finish")
     kept = {name: why for name, why in equivalent.items() if statuses.get(name) == "survived"}
-    judged = len(statuses) - len(kept)
-    score = (counts["killed"] + counts["timeouts"]) / judged if judged else 1.0
-    return {"mutants": len(statuses), **counts, "equivalent": kept, "score": round(score, 4)}
+    entry = {"mutants": len(statuses), **counts, "equivalent": kept}
+    return entry | {"score": _score(entry)}
 
 
-def git_commit() -> str:
-    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", "lib", "tests"],
-                           cwd=ROOT, capture_output=True, text=True).stdout.strip()
-    return (head or "unknown") + ("-dirty" if dirty else "")
+def _score(entry: dict) -> float:
+    """(killed + timeouts) / (mutants - equivalent), rounded to 4 digits; 1.0 when nothing is left to judge."""
+    judged = entry["mutants"] - len(entry["equivalent"])
+    return round((entry["killed"] + entry["timeouts"]) / judged, 4) if judged else 1.0
 
 
 def load_record(path: Path = RECORD) -> dict:
@@ -129,7 +129,7 @@ def judge(record: dict, mutant: str, reason: str) -> dict:
         raise ValueError("say why the mutant is equivalent")
     entry["surviving"].remove(mutant)
     entry["equivalent"][mutant] = reason.strip()
-    entry["score"] = round((entry["killed"] + entry["timeouts"]) / (entry["mutants"] - len(entry["equivalent"])), 4)
+    entry["score"] = _score(entry)
     return record
 
 
@@ -149,7 +149,7 @@ def run_module(path: str, max_children: int) -> dict:
         print(f"dropped equivalent judgement of {name} (status now {statuses.get(name, 'gone')})")
     from importlib.metadata import version
 
-    entry |= {"sha256": sha256(ROOT / path), "mutmut": version("mutmut"), "git_commit": git_commit(),
+    entry |= {"sha256": sha256(ROOT / path), "mutmut": version("mutmut"), "git_commit": git_commit(ROOT),
               "date": datetime.now(timezone.utc).strftime("%Y-%m-%d"),
               "surviving": sorted(n for n, s in statuses.items() if s == "survived" and n not in entry["equivalent"])}
     return entry
