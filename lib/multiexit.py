@@ -132,17 +132,33 @@ def _as_array(a, name: str, ndim_min: int = 1) -> np.ndarray:
 # the objective (thesis eqs. 6.1-6.7)
 
 
-def distillation_loss(logits, tau, teachers: str = "last") -> torch.Tensor:
+def _check_weights(weights, shape) -> torch.Tensor | None:
+    """Per-point weights of shape ``shape`` = ``(..., n)``: finite, non-negative, summing to 1 over n."""
+    if weights is None:
+        return None
+    if not isinstance(weights, torch.Tensor) or not weights.is_floating_point() or weights.shape != shape:
+        raise ValueError(f"weights must be a floating-point tensor of shape {tuple(shape)}, got "
+                         f"{getattr(weights, 'dtype', type(weights).__name__)} {tuple(getattr(weights, 'shape', ()))}")
+    if not torch.isfinite(weights).all() or (weights < 0).any():
+        raise ValueError("weights must be finite and non-negative")
+    if not torch.allclose(weights.sum(-1), torch.ones((), dtype=weights.dtype), atol=1e-5):
+        raise ValueError("weights must sum to 1 over the points of every model")
+    return weights
+
+
+def distillation_loss(logits, tau, teachers: str = "last", weights=None) -> torch.Tensor:
     """Eq. (6.4): (1/M) sum_m mean_{t in T(m)} tau^2 CE(softmax(z_t/tau).detach(), softmax(z_m/tau)).
 
     ``logits``: list of per-exit tensors of shape ``(n, K)`` (or ``(..., n, K)`` for a batch of models);
     ``tau``: the temperature (a number, or a tensor broadcasting to the leading model dimensions). The
     teacher's tempered output is a constant (detached); the student path keeps its gradient. The
-    temperature is applied once to each side (spec pitfall 1). Averaged over the ``n`` points; exits
-    without teachers contribute 0 but count in the 1/M normaliser.
+    temperature is applied once to each side (spec pitfall 1). Averaged over the ``n`` points (or, with
+    ``weights`` of shape ``(..., n)`` summing to 1, their weighted mean); exits without teachers
+    contribute 0 but count in the 1/M normaliser.
     """
     logits = _check_logits(logits)
     M = len(logits)
+    weights = _check_weights(weights, logits[0].shape[:-1])
     tau = _check_tau(tau, logits[0].shape[:-2]).to(logits[0].device)[..., None, None]
     total = torch.zeros(logits[0].shape[:-2], dtype=logits[0].dtype, device=logits[0].device)
     for m, T in enumerate(_teacher_sets(M, teachers)):
@@ -151,17 +167,19 @@ def distillation_loss(logits, tau, teachers: str = "last") -> torch.Tensor:
         log_student = F.log_softmax(logits[m] / tau, dim=-1)
         for t in T:
             teacher = F.softmax(logits[t].detach() / tau, dim=-1)
-            ce = -(teacher * log_student).sum(-1).mean(-1)
+            per_point = -(teacher * log_student).sum(-1)
+            ce = per_point.mean(-1) if weights is None else (weights * per_point).sum(-1)
             total = total + (tau[..., 0, 0] ** 2) * ce / len(T)
     return total / M
 
 
-def multiexit_objective(logits, y, distill, tau=1.0, teachers: str = "last") -> torch.Tensor:
+def multiexit_objective(logits, y, distill, tau=1.0, teachers: str = "last", dist_weights=None) -> torch.Tensor:
     """Eqs. (6.1)/(6.6)/(6.7): (1/M) sum_m CE over labelled points + ``distill`` x eq. (6.4) over all points.
 
     ``y``: labels of shape ``(..., n)``, ``-100`` for unlabelled points (semi-supervised, eq. 6.6: the CE
-    is a mean over labelled points, the distillation a mean over all). ``distill``: 0/1 (or a tensor per
-    model); 0 gives the exit-wise baseline (6.7).
+    is a mean over labelled points, the distillation a mean over all, or a weighted mean with
+    ``dist_weights``, see :func:`distillation_loss`). ``distill``: 0/1 (or a tensor per model); 0 gives
+    the exit-wise baseline (6.7).
     """
     logits = _check_logits(logits)
     if not isinstance(y, torch.Tensor) or y.dtype != torch.int64 or y.shape != logits[0].shape[:-1]:
@@ -179,7 +197,7 @@ def multiexit_objective(logits, y, distill, tau=1.0, teachers: str = "last") -> 
              .reshape(y.shape).sum(-1) / count for z in logits) / len(logits)
     if not (distill != 0).any():
         return ce
-    return ce + distill * distillation_loss(logits, tau, teachers)
+    return ce + distill * distillation_loss(logits, tau, teachers, dist_weights)
 
 
 class TemperatureAnnealer:
@@ -402,7 +420,10 @@ def train_multiexit(model: MultiExitCNN, X, y, distill, cfg: MultiExitConfig, *,
     ``distill``: bool per model (False = exit-wise baseline). ``const_tau``: per model ``None``
     (annealing, Algorithm 6.1) or a constant temperature. ``X_unl``: per-model unlabelled images
     ``(n_models, n_u, ...)``: if given, each batch adds as many unlabelled images (drawn with
-    replacement) as labelled ones and the distillation term covers both (eq. 6.6). An epoch is one pass
+    replacement) as labelled ones, and the distillation term covers both with the weights of eq. (6.6),
+    which averages it over all N' = n + n_u points: the batch's labelled points share the weight n/N'
+    and its unlabelled points (n_u)/N', so that the batch loss estimates (6.6) without bias although
+    half of the batch is labelled. An epoch is one pass
     over the labelled data. ``order_seeds`` (one int per model, default the model index) seeds each
     model's batch order: models compared in pairs (EW vs D on the same seed) share it, so that their
     difference is due to the objective alone. Returns the :class:`TemperatureAnnealer` (its log holds
@@ -453,12 +474,17 @@ def train_multiexit(model: MultiExitCNN, X, y, distill, cfg: MultiExitConfig, *,
         for b in range(steps_per_epoch):
             idx = perm[:, b * cfg.batch_size:(b + 1) * cfg.batch_size].to(dev)
             xb, yb = X[rows, idx], y[rows, idx]
+            weights = None
             if X_unl is not None:
                 u = torch.stack([torch.randint(X_unl.shape[1], idx.shape[1:], generator=g) for g in gens]).to(dev)
                 xb = torch.cat([xb, X_unl[rows, u]], 1)
                 yb = torch.cat([yb, torch.full_like(yb, -100)], 1)
+                b, share_unl = idx.shape[1], X_unl.shape[1] / (n + X_unl.shape[1])  # eq. (6.6): (n_u)/N'
+                weights = torch.cat([torch.full((S, b), (1 - share_unl) / b), torch.full((S, b), share_unl / b)], 1)
+                weights = weights.to(dev)
             logits = model(xb)
-            loss = multiexit_objective(logits, yb, distill.to(logits[0].dtype), annealer.tau, teachers).sum()
+            loss = multiexit_objective(logits, yb, distill.to(logits[0].dtype), annealer.tau, teachers,
+                                       weights).sum()
             opt.zero_grad(set_to_none=True)
             loss.backward()
             opt.step()
@@ -478,9 +504,13 @@ def train_multiexit(model: MultiExitCNN, X, y, distill, cfg: MultiExitConfig, *,
 
 @torch.no_grad()
 def exit_probs(model: MultiExitCNN, X) -> np.ndarray:
-    """Softmax outputs (tau = 1) of every exit, in eval mode: array ``(n_models, M, n, K)``."""
+    """Softmax outputs (tau = 1) of every exit, in eval mode: array ``(n_models, M, n, K)``. ``X``:
+    ``(n, C, H, W)`` (the same images for every model) or ``(n_models, n, C, H, W)`` (each model its own,
+    e.g. standardised with its own training statistics)."""
     V.instance(model, "model", MultiExitCNN)
-    V.tensor(X, "X", floating=True, ndim=4)
+    V.tensor(X, "X", floating=True)
+    if X.ndim not in (4, 5):
+        raise V.ArgumentValueError(f"X must have shape (n, C, H, W) or (n_models, n, C, H, W), got {tuple(X.shape)}")
     model.eval()
     X = X.to(next(model.parameters()).device)
     return np.stack([F.softmax(z, -1).cpu().numpy() for z in model(X)], axis=1)
@@ -542,7 +572,8 @@ def mean_ci95(a, axis: int = 0):
 @torch.no_grad()
 def time_inference(model: MultiExitCNN, x, mode: str, k: int, n_runs: int = 200):
     """Table E.1: wall time (s) of one prediction with budget k: mean, std and median over ``n_runs``
-    (the median is little disturbed by other processes on a shared machine).
+    (the median is less sensitive than the mean to a few slow calls, but other processes on a shared
+    machine still move it).
 
     Budget mode computes the trunk up to block k and exit k only; anytime mode computes exits 1..k and
     averages their probabilities.

@@ -70,6 +70,17 @@ def test_distillation_loss_bad_input():
         me.distillation_loss(z, 1.0, teachers="first")
 
 
+def test_distillation_loss_weights_give_the_weighted_mean_over_points():
+    z = _logits(n=4)
+    w = torch.tensor([0.1, 0.2, 0.3, 0.4])
+    per_point = torch.stack([me.distillation_loss([t[i:i + 1] for t in z], 2.0) for i in range(4)])
+    assert torch.allclose(me.distillation_loss(z, 2.0, weights=w), (w * per_point).sum())
+    assert torch.allclose(me.distillation_loss(z, 2.0, weights=torch.full((4,), 0.25)), me.distillation_loss(z, 2.0))
+    for bad in (torch.ones(4), torch.tensor([0.5, 0.5, 0.5, -0.5]), torch.full((3,), 1 / 3), [0.25] * 4):
+        with pytest.raises(ValueError):
+            me.distillation_loss(z, 2.0, weights=bad)
+
+
 # ---- objective and annealing ---------------------------------------------------------------------
 
 def test_objective_ew_and_semi_supervised():
@@ -81,6 +92,9 @@ def test_objective_ew_and_semi_supervised():
     d = me.multiexit_objective(z, y_semi, 1, 2.0)
     ce = sum(F.cross_entropy(t[:2], y_semi[:2]) for t in z) / 4
     assert torch.allclose(d, ce + me.distillation_loss(z, 2.0))
+    w = torch.tensor([0.05, 0.05, 0.45, 0.45])  # eq. (6.6) with 90% unlabelled points
+    dw = me.multiexit_objective(z, y_semi, 1, 2.0, dist_weights=w)
+    assert torch.allclose(dw, ce + me.distillation_loss(z, 2.0, weights=w)) and not torch.allclose(dw, d)
     with pytest.raises(ValueError):
         me.multiexit_objective(z, torch.tensor([0, 1, 2, 7]), 0)
     with pytest.raises(ValueError):
@@ -226,6 +240,11 @@ def test_training_runs_and_learns_quick_config():
     assert acc.shape == (2, 4) and acc.min() > 20 and acc[:, -1].min() > 70  # chance: 10%
     tau = ann.history()["tau"]
     assert tau.shape == (30, 2) and (np.diff(tau, axis=0) >= 0).all()
+    own = me.exit_probs(model, torch.stack([d["test"][0], 2 * d["test"][0]]))  # each model its own images
+    assert np.allclose(own[0], me.exit_probs(model, d["test"][0])[0], atol=1e-6)
+    assert np.allclose(own[1], me.exit_probs(model, 2 * d["test"][0])[1], atol=1e-6)
+    with pytest.raises(ValueError):
+        me.exit_probs(model, d["test"][0][0])
     with pytest.raises(ValueError):
         me.train_multiexit(model, X[0], y[0], [False, True], short)
     with pytest.raises(ValueError):
