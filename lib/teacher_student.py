@@ -1,0 +1,493 @@
+"""Teacher-student ReLU networks and student specialisation (chapter 09; Tian 2020).
+
+A fixed *teacher* network labels the inputs; an over-realised *student* (more hidden nodes than the
+teacher) is trained on the teacher's outputs with the loss ½‖f*(x) − f(x)‖² (Eq. 2 of the paper).
+The paper's theorems say that, once the gradient is small at every sample, each teacher node is
+*specialised*: some student node is aligned with it. This module holds:
+
+* the two-layer setting of the paper's experiments: :func:`make_teacher` (regular first layer,
+  fan-out of node ``j`` scaled by ``(j+1)**-p``), :func:`make_student`, :func:`gaussian_inputs`;
+* the batched trainer :func:`train_two_layer` (plain SGD or GD, float64, a leading axis of
+  independent students trained in one tensor computation, a hand-written backward pass);
+* the metrics: :func:`correlation_matrix`, :func:`best_correlation` (Pearson correlation of hidden
+  activations), :func:`specialisation_steps`, :func:`fan_out_norms`, :func:`alignment`;
+* Lemma 1, the recursive gradient rule, for any depth: :func:`recursive_gradients`;
+* Definition 7's data augmentations: :func:`axis_augment` and :func:`teacher_aware_augment`, and the
+  public code's teacher-aware data set :func:`teacher_aware_inputs` (Fig. 9).
+
+Networks are lists of ``(W, b)`` pairs with ``W`` of shape (out, in), ReLU on every hidden layer and
+a linear output layer. A *batched* two-layer net carries a leading axis of ``S`` nets:
+``W`` of shape (S, out, in) and ``b`` of shape (S, out).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from lib import validate as V
+
+__all__ = [
+    "make_teacher", "discrete_distinct_rows", "make_student", "gaussian_inputs", "hidden_and_output", "correlation_matrix",
+    "best_correlation", "train_two_layer", "train_with_snapshots", "specialisation_steps",
+    "fan_out_norms", "alignment", "recursive_gradients", "axis_augment", "teacher_aware_augment",
+    "teacher_aware_inputs", "prune_students", "two_layer_flops",
+]
+
+
+# ----------------------------------------------------------------------------------------------
+# networks and data
+
+def _rng(seed):
+    return np.random.default_rng(V.seed(seed))
+
+
+CHOICES = (-1.0, -0.75, -0.5, -0.25, 0.0, 0.25, 0.5, 0.75, 1.0)
+
+
+def discrete_distinct_rows(rows: int, cols: int, seed: int = 0, choices=CHOICES) -> np.ndarray:
+    """A (rows, cols) matrix whose entries are drawn uniformly from ``choices`` and whose rows are pairwise
+    distinct and non-zero (the public code's ``init_separate_w``; Assumption 1: no two teacher weights
+    co-linear is then almost sure for the normalised rows)."""
+    rows, cols = V.positive_int(rows, "rows"), V.positive_int(cols, "cols")
+    choices = V.array(choices, "choices", ndim=1)
+    if len(np.unique(choices)) < 2:
+        raise V.ArgumentValueError(f"choices must hold at least two distinct values, got {choices.tolist()}")
+    rng = _rng(seed)
+    for _ in range(1000):
+        M = rng.choice(choices, size=(rows, cols))
+        unit = M / np.maximum(np.linalg.norm(M, axis=1, keepdims=True), 1e-300)
+        if (np.abs(M).sum(axis=1) > 0).all() and len(np.unique(unit.round(12), axis=0)) == rows:
+            return M
+    raise V.ArgumentValueError(f"could not draw {rows} distinct non-zero rows of length {cols} from {choices.tolist()}")
+
+
+def make_teacher(d: int, m: int, C: int, p: float = 1.0, bias: float = -0.1, seed: int = 0) -> list:
+    """A two-layer teacher ``[(W1 (m, d), b1 (m,)), (W2 (C, m), b2 (C,))]`` in float64, as the public code
+    builds it: entries drawn from {−1, −0.75, ..., 1} (:func:`discrete_distinct_rows`), first-layer
+    weights normalised to be *regular* (Definition 1: ``‖w̃_j‖ = 1``), every bias ``bias`` (−0.1).
+    The fan-out of node ``j`` (column ``j`` of ``W2``, the paper's ``v*_j``) is divided by ``(j+1)**p``:
+    ``p`` is the teacher polarity (``p = 0``: all nodes equally strong on average).
+    """
+    d, m, C = V.positive_int(d, "d"), V.positive_int(m, "m"), V.positive_int(C, "C")
+    p = V.nonnegative(p, "p (the fan-out decay exponent)")
+    bias = V.real(bias, "bias")
+    seed = V.seed(seed)
+    W1 = discrete_distinct_rows(m, d, seed)
+    W1 /= np.linalg.norm(W1, axis=1, keepdims=True)
+    W2 = discrete_distinct_rows(m, C, seed + 1).T
+    W2 = W2 * (np.arange(1, m + 1, dtype=float) ** -p)[None, :]
+    return [(W1, np.full(m, bias)), (W2, np.full(C, bias))]
+
+
+def make_student(d: int, n: int, C: int, S: int | None = None, scale: float = 0.005, seed: int = 0) -> list:
+    """A two-layer student with ``n`` hidden nodes: Gaussian weights times ``scale`` (the public code:
+    0.005), biases 0, float64. ``S`` (an int) gives ``S`` independent students stacked on a leading axis;
+    ``None`` one unbatched student."""
+    d, n, C = V.positive_int(d, "d"), V.positive_int(n, "n"), V.positive_int(C, "C")
+    scale = V.positive(scale, "scale")
+    lead = () if S is None else (V.positive_int(S, "S"),)
+    rng = _rng(seed)
+    return [(scale * rng.standard_normal(lead + (n, d)), np.zeros(lead + (n,))),
+            (scale * rng.standard_normal(lead + (C, n)), np.zeros(lead + (C,)))]
+
+
+def gaussian_inputs(N: int, d: int, std: float = 1.5, seed: int = 0) -> np.ndarray:
+    """``N`` inputs from N(0, std² I_d), float64 (the public code's σ = 1.5)."""
+    N, d = V.positive_int(N, "N"), V.positive_int(d, "d")
+    std = V.positive(std, "std")
+    return std * _rng(seed).standard_normal((N, d))
+
+
+def _check_net(net, name: str, batched: bool | None = None, layers: int | None = 2) -> list:
+    """``net`` as a list of float64 ``(W, b)`` numpy pairs with consistent shapes."""
+    net = V.sequence(net, name, min_len=1)
+    if layers is not None and len(net) != layers:
+        raise V.ArgumentValueError(f"{name} must be a list of {layers} (W, b) pairs (a two-layer net), "
+                                   f"got {len(net)} layer(s)")
+    out = []
+    lead = None
+    for i, pair in enumerate(net):
+        try:
+            W, b = pair
+        except (TypeError, ValueError):
+            raise V.ArgumentTypeError(f"{name}[{i}] must be a (W, b) pair, got {V.describe(pair)}") from None
+        W = V.array(W, f"{name}[{i}] W", ndim=(2, 3))
+        b = V.array(b, f"{name}[{i}] b", ndim=(1, 2))
+        if W.ndim != b.ndim + 1 or W.shape[:-1] != b.shape:
+            raise V.ArgumentValueError(f"{name}[{i}]: b must have shape {W.shape[:-1]} to match W of shape "
+                                       f"{W.shape}, got {b.shape}")
+        this_lead = W.shape[:-2]
+        if lead is None:
+            lead = this_lead
+        elif this_lead != lead:
+            raise V.ArgumentValueError(f"{name}: every layer needs the same leading (batch) axes, got "
+                                       f"{lead} and {this_lead}")
+        if out and out[-1][0].shape[-2] != W.shape[-1]:
+            raise V.ArgumentValueError(f"{name}[{i}] W has {W.shape[-1]} inputs but layer {i - 1} has "
+                                       f"{out[-1][0].shape[-2]} outputs")
+        out.append((W, b))
+    if batched is True and not lead:
+        raise V.ArgumentValueError(f"{name} must carry a leading axis of nets (W of shape (S, out, in))")
+    if batched is False and lead:
+        raise V.ArgumentValueError(f"{name} must be a single net (W of shape (out, in)), got leading axes {lead}")
+    return out
+
+
+def hidden_and_output(net, X) -> tuple[np.ndarray, np.ndarray]:
+    """Hidden ReLU activations and outputs of a two-layer net (batched or not) on inputs ``X`` (N, d):
+    shapes (N, n) and (N, C), or (S, N, n) and (S, N, C) for a batched net."""
+    net = _check_net(net, "net")
+    (W1, b1), (W2, b2) = net
+    X = V.array(X, "X", ndim=2)
+    if X.shape[1] != W1.shape[-1]:
+        raise V.ArgumentValueError(f"X must have {W1.shape[-1]} columns (the net's inputs), got {X.shape[1]}")
+    H = np.maximum(X @ np.swapaxes(W1, -1, -2) + b1[..., None, :], 0.0)
+    return H, H @ np.swapaxes(W2, -1, -2) + b2[..., None, :]
+
+
+def two_layer_flops(d: int, n: int, C: int, batch: int) -> int:
+    """Floating-point operations of one SGD step of a d-n-C student on ``batch`` samples (forward,
+    backward and update; multiply-adds count 2), the count behind the benchmark's GFLOP/s."""
+    d, n, C, batch = (V.positive_int(v, k) for v, k in ((d, "d"), (n, "n"), (C, "C"), (batch, "batch")))
+    forward = 2 * batch * (d * n + n * C)
+    backward = 2 * batch * n * C + 2 * batch * (n * C + d * n)  # dW2, g1 = g2 W2, dW1
+    return forward + backward + 2 * (n * d + n + C * n + C)
+
+
+# ----------------------------------------------------------------------------------------------
+# correlation of hidden nodes (the paper's measure of specialisation)
+
+def correlation_matrix(H_teacher, H_student) -> np.ndarray:
+    """Pearson correlations (m, n) between the columns of ``H_teacher`` (N, m) and ``H_student`` (N, n).
+
+    A column that is constant over the rows (a dead node) has correlation 0 with everything.
+    """
+    Ht = V.array(H_teacher, "H_teacher", ndim=2)
+    Hs = V.array(H_student, "H_student", ndim=2)
+    if Ht.shape[0] != Hs.shape[0]:
+        raise V.ArgumentValueError(f"H_teacher and H_student must have the same number of rows (samples), "
+                                   f"got {Ht.shape[0]} and {Hs.shape[0]}")
+    def unit(H):
+        Z = H - H.mean(axis=0)
+        norm = np.linalg.norm(Z, axis=0)
+        scale = np.abs(H).max(axis=0) * math.sqrt(H.shape[0])
+        ok = norm > 1e-12 * np.maximum(scale, 1e-300)
+        out = np.zeros_like(Z)
+        out[:, ok] = Z[:, ok] / norm[ok]
+        return out
+    return unit(Ht).T @ unit(Hs)
+
+
+def best_correlation(H_teacher, H_student) -> np.ndarray:
+    """For each teacher node (column of ``H_teacher``, shape (N, m)) the largest Pearson correlation with
+    any student node (column of ``H_student``, shape (N, n)): shape (m,). A constant column has
+    correlation 0. ``ValueError`` when the row counts differ."""
+    return correlation_matrix(H_teacher, H_student).max(axis=1)
+
+
+def specialisation_steps(best_history, steps, threshold: float = 0.95) -> np.ndarray:
+    """First step at which each teacher's best correlation exceeds ``threshold``.
+
+    ``best_history``: array (..., T, m), the best correlation of each of ``m`` teachers at the ``T``
+    recorded ``steps`` (increasing). Returns (..., m) floats, ``inf`` where it never does.
+    """
+    Bh = V.array(best_history, "best_history", ndim=(2, 3, 4))
+    steps = V.array(steps, "steps", ndim=1)
+    threshold = V.real(threshold, "threshold", min=-1.0, max=1.0)
+    if Bh.shape[-2] != steps.shape[0]:
+        raise V.ArgumentValueError(f"best_history has {Bh.shape[-2]} recorded steps but steps has {steps.shape[0]}")
+    if (np.diff(steps) <= 0).any():
+        raise V.ArgumentValueError("steps must be strictly increasing")
+    above = Bh > threshold
+    first = np.argmax(above, axis=-2)
+    return np.where(above.any(axis=-2), steps[first], np.inf)
+
+
+def fan_out_norms(net) -> np.ndarray:
+    """‖v_k‖ of every hidden node of a two-layer net: the norms of the columns of ``W2`` (the node's
+    outgoing weights), shape (n,) or (S, n)."""
+    (_, _), (W2, _) = _check_net(net, "net")
+    return np.linalg.norm(W2, axis=-2)
+
+
+def alignment(w_teacher, b_teacher: float, w_student, b_student: float) -> tuple[float, float]:
+    """Definition 3: ``(sin θ̃, |b − b*|)`` between a teacher node and a student node after rescaling both
+    to regular weights (‖w̃‖ = 1; ReLU is positively homogeneous, so this changes no activation pattern)."""
+    wt = V.array(w_teacher, "w_teacher", ndim=1)
+    ws = V.array(w_student, "w_student", shape=wt.shape)
+    bt, bs = V.real(b_teacher, "b_teacher"), V.real(b_student, "b_student")
+    nt, ns = np.linalg.norm(wt), np.linalg.norm(ws)
+    if nt == 0 or ns == 0:
+        raise V.ArgumentValueError("w_teacher and w_student must be non-zero to be rescaled to regular weights")
+    cos = float(np.clip(wt @ ws / (nt * ns), -1.0, 1.0))
+    return math.sqrt(max(0.0, 1.0 - cos * cos)), abs(bs / ns - bt / nt)
+
+
+def prune_students(student, keep) -> list:
+    """The two-layer ``student`` with the fan-out (column of ``W2``) of every node with ``keep`` False set
+    to 0 (Corollary 1: un-specialised nodes can be removed). ``keep``: booleans of shape (n,) or (S, n)."""
+    (W1, b1), (W2, b2) = _check_net(student, "student")
+    keep = V.array(keep, "keep", dtype=None)
+    if keep.dtype != bool or keep.shape != W2.shape[:-2] + W2.shape[-1:]:
+        raise V.ArgumentValueError(f"keep must be a boolean array of shape {W2.shape[:-2] + W2.shape[-1:]}, "
+                                   f"got {V.describe(keep)}")
+    return [(W1.copy(), b1.copy()), (W2 * keep[..., None, :], b2.copy())]
+
+
+# ----------------------------------------------------------------------------------------------
+# training
+
+def _as_tensors(net):
+    return [(torch.as_tensor(W, dtype=torch.float64), torch.as_tensor(b, dtype=torch.float64)) for W, b in net]
+
+
+def _check_pair(teacher, student, X):
+    was_torch = isinstance(student[0][0], torch.Tensor) if isinstance(student, (list, tuple)) and student \
+        and isinstance(student[0], (list, tuple)) and student[0] else False
+    teacher = _check_net(teacher, "teacher")
+    student = _check_net(student, "student")
+    X = V.array(X, "X", ndim=2)
+    (T1, _), (T2, _) = teacher
+    (W1, _), (W2, _) = student
+    if T1.shape[-1] != X.shape[1] or W1.shape[-1] != X.shape[1]:
+        raise V.ArgumentValueError(f"X has {X.shape[1]} columns but the teacher takes {T1.shape[-1]} inputs "
+                                   f"and the student {W1.shape[-1]}")
+    if T2.shape[-2] != W2.shape[-2]:
+        raise V.ArgumentValueError(f"teacher and student must have the same number of outputs, got "
+                                   f"{T2.shape[-2]} and {W2.shape[-2]}")
+    if T1.ndim == 3 and (W1.ndim != 3 or T1.shape[0] != W1.shape[0]):
+        raise V.ArgumentValueError(f"a batched teacher of {T1.shape[0]} nets needs a student batch of the same "
+                                   f"size, got student W of shape {W1.shape}")
+    return teacher, student, X, was_torch
+
+
+def _train(teacher, student, X, steps, lr, batch_size, seed, record_at):
+    """The shared SGD/GD loop (float64 numpy, hand-written backward of ½‖f* − f‖² averaged over the
+    batch, preallocated buffers). Returns the trained student and the snapshots at ``record_at``."""
+    unbatched = student[0][0].ndim == 2
+    (T1, c1), (T2, c2) = teacher
+    Y = np.maximum(X @ np.swapaxes(T1, -1, -2) + c1[..., None, :], 0.0) @ np.swapaxes(T2, -1, -2) \
+        + c2[..., None, :]                                         # teacher outputs, computed once
+    (W1, b1), (W2, b2) = [(W.copy(), b.copy()) for W, b in student]
+    if unbatched:
+        W1, b1, W2, b2 = W1[None], b1[None], W2[None], b2[None]
+    S, N = W1.shape[0], X.shape[0]
+    (n, d), C = W1.shape[1:], W2.shape[1]
+    rng = np.random.default_rng(seed)
+    rows = np.arange(S)[:, None]
+    record = set(record_at)
+    snaps = {}
+
+    def snapshot():
+        net = [(W1.copy(), b1.copy()), (W2.copy(), b2.copy())]
+        return [(W[0], b[0]) for W, b in net] if unbatched else net
+
+    B = N if batch_size is None else batch_size
+    z, g2, g1 = np.empty((S, B, n)), np.empty((S, B, C)), np.empty((S, B, n))
+    dW1, dW2 = np.empty_like(W1), np.empty_like(W2)
+    W1T, W2T = W1.transpose(0, 2, 1), W2.transpose(0, 2, 1)    # views: they follow the in-place updates
+    step = lr / B
+    chunk = 1024
+    idx_all = None
+    for t in range(steps):
+        if t in record:
+            snaps[t] = snapshot()
+        if batch_size is None:
+            x, y = X, Y
+        else:
+            if t % chunk == 0:
+                idx_all = rng.integers(N, size=(min(chunk, steps - t), S, B))
+            idx = idx_all[t % chunk]
+            x = X[idx]                                             # (S, B, d)
+            y = Y[idx] if Y.ndim == 2 else Y[rows, idx]            # (S, B, C)
+        np.matmul(x, W1T, out=z)
+        z += b1[:, None, :]
+        h = np.maximum(z, 0.0)
+        np.matmul(h, W2T, out=g2)
+        g2 += b2[:, None, :]
+        np.subtract(y, g2, out=g2)                                 # f* − f
+        np.matmul(g2, W2, out=g1)
+        g1 *= z > 0                                                # gated back-propagated gradient g_1
+        np.matmul(g2.transpose(0, 2, 1), h, out=dW2)
+        dW2 *= step
+        W2 += dW2
+        b2 += step * g2.sum(1)
+        np.matmul(g1.transpose(0, 2, 1), x, out=dW1)
+        dW1 *= step
+        W1 += dW1
+        b1 += step * g1.sum(1)
+        if (t + 1) % 256 == 0 or t + 1 == steps:
+            V.finite_loss(W2.sum() + W1.sum(), t + 1, lr, what="student weights")
+    if steps in record:
+        snaps[steps] = snapshot()
+    return snapshot(), snaps
+
+
+def _checked_train_args(teacher, student, X, steps, lr, batch_size, seed):
+    teacher, student, X, was_torch = _check_pair(teacher, student, X)
+    steps = V.nonnegative_int(steps, "steps")
+    lr = V.positive(lr, "lr (the learning rate)")
+    if batch_size is not None:
+        batch_size = V.positive_int(batch_size, "batch_size")
+    seed = V.seed(seed)
+    return teacher, student, X, steps, lr, batch_size, seed, was_torch
+
+
+def _format(net, as_torch):
+    return [(torch.as_tensor(W), torch.as_tensor(b)) for W, b in net] if as_torch else net
+
+
+def train_two_layer(teacher, student, X, steps, lr, batch_size=16, seed=0):
+    """Train a two-layer ReLU student on a two-layer ReLU teacher's outputs; returns the trained student.
+
+    ``teacher`` and ``student`` are lists of (W, b) pairs (float64); the student may carry a leading
+    axis of ``S`` independent students (W of shape (S, out, in), b of shape (S, out)), all trained
+    against the same teacher (or, ours, against a teacher batched the same way: student ``s`` learns
+    teacher ``s``). Plain SGD on the mean over the minibatch of ½‖teacher(x) − student(x)‖², each
+    student drawing its own minibatches of ``batch_size`` rows with replacement from ``X``
+    (``batch_size=None``: full-batch gradient descent). The gradient is written out by hand
+    (Eq. 1: ``Ẇ = E[f_{l−1} g_lᵀ]``) and every student is updated in one batched tensor computation.
+    Returns the student in the format it came in (numpy arrays, or tensors if tensors were given).
+    """
+    teacher, student, X, steps, lr, batch_size, seed, was_torch = _checked_train_args(
+        teacher, student, X, steps, lr, batch_size, seed)
+    with np.errstate(over="ignore", invalid="ignore"):   # a divergence raises TrainingDivergedError
+        trained, _ = _train(teacher, student, X, steps, lr, batch_size, seed, ())
+    return _format(trained, was_torch)
+
+
+def train_with_snapshots(teacher, student, X, steps, lr, record_at, batch_size=16, seed=0):
+    """:func:`train_two_layer` that also returns copies of the student at the steps ``record_at``
+    (0 = before training, ``steps`` = the end): ``(trained, {step: student})``."""
+    teacher, student, X, steps, lr, batch_size, seed, was_torch = _checked_train_args(
+        teacher, student, X, steps, lr, batch_size, seed)
+    record_at = [V.nonnegative_int(s, "record_at step", max=steps) for s in V.sequence(record_at, "record_at")]
+    with np.errstate(over="ignore", invalid="ignore"):
+        trained, snaps = _train(teacher, student, X, steps, lr, batch_size, seed, record_at)
+    return _format(trained, was_torch), {k: _format(v, was_torch) for k, v in sorted(snaps.items())}
+
+
+# ----------------------------------------------------------------------------------------------
+# Lemma 1: the recursive gradient rule, any depth
+
+def _forward_all(net, X):
+    """Pre-activations z_l and activations f_l of every layer (ReLU hidden, linear output)."""
+    zs, fs, f = [], [], X
+    for i, (W, b) in enumerate(net):
+        z = f @ W.T + b
+        f = z if i == len(net) - 1 else np.maximum(z, 0.0)
+        zs.append(z)
+        fs.append(f)
+    return zs, fs
+
+
+def recursive_gradients(teacher, student, X) -> list:
+    """Lemma 1 (Eq. 5): the back-propagated gradient ``g_l(x) = D_l(x)[A_l(x) f*_l(x) − B_l(x) f_l(x)]`` of
+    every student layer ``l = 1..L`` at the inputs ``X`` (N, d), built from Definition 2.
+
+    ``V_L = V*_L = I`` and ``V_{l−1} = V_l D_l W_l`` (in this module's (out, in) convention; the paper
+    writes ``W_lᵀ``), with one more column that carries the biases, so that ``f_L = V_l [f_l; 1]``.
+    ``A_l = V_lᵀ V*_l``, ``B_l = V_lᵀ V_l``, and ``f_l`` is augmented with the constant 1 (the
+    paper's bias convention). Teacher and student are deep ReLU nets of the same depth with the same
+    input and output sizes (any widths). Returns ``[g_1, ..., g_L]``, ``g_l`` of shape (N, n_l):
+    ``g_l = −∂J/∂z_l`` for ``J = ½‖f*_L − f_L‖²`` and the pre-activations ``z_l``.
+    """
+    teacher = _check_net(teacher, "teacher", batched=False, layers=None)
+    student = _check_net(student, "student", batched=False, layers=None)
+    if len(teacher) != len(student):
+        raise V.ArgumentValueError(f"teacher and student must have the same depth, got {len(teacher)} and "
+                                   f"{len(student)} layers")
+    X = V.array(X, "X", ndim=2)
+    for name, net in (("teacher", teacher), ("student", student)):
+        if net[0][0].shape[1] != X.shape[1]:
+            raise V.ArgumentValueError(f"X has {X.shape[1]} columns but the {name} takes {net[0][0].shape[1]} inputs")
+    if teacher[-1][0].shape[0] != student[-1][0].shape[0]:
+        raise V.ArgumentValueError("teacher and student must have the same number of outputs")
+    N, C, L = X.shape[0], student[-1][0].shape[0], len(student)
+    zs, fs = _forward_all(student, X)
+    zt, ft = _forward_all(teacher, X)
+
+    def gates(z, last):
+        return np.ones_like(z) if last else (z > 0).astype(float)
+
+    eye = np.broadcast_to(np.eye(C), (N, C, C))
+    Vs = np.concatenate([eye, np.zeros((N, C, 1))], axis=2)      # V_L (augmented with the bias column)
+    Vt = Vs.copy()
+    out = [None] * L
+    for l in range(L, 0, -1):                                    # layers L, L-1, ..., 1
+        Ds, Dt = gates(zs[l - 1], l == L), gates(zt[l - 1], l == L)
+        fs_aug = np.concatenate([fs[l - 1], np.ones((N, 1))], axis=1)
+        ft_aug = np.concatenate([ft[l - 1], np.ones((N, 1))], axis=1)
+        A = np.einsum("nci,ncj->nij", Vs, Vt)
+        B = np.einsum("nci,ncj->nij", Vs, Vs)
+        g = np.einsum("nij,nj->ni", A, ft_aug) - np.einsum("nij,nj->ni", B, fs_aug)
+        out[l - 1] = Ds * g[:, :-1]
+        # V_{l-1} = V_l D_l W_l ; the bias column accumulates V_l D_l b_l
+        (W, b), (Wt, bt) = student[l - 1], teacher[l - 1]
+        Ms, Mt = Vs[:, :, :-1] * Ds[:, None, :], Vt[:, :, :-1] * Dt[:, None, :]
+        Vs = np.concatenate([Ms @ W, (Vs[:, :, -1] + Ms @ b)[:, :, None]], axis=2)
+        Vt = np.concatenate([Mt @ Wt, (Vt[:, :, -1] + Mt @ bt)[:, :, None]], axis=2)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# data sets of Definition 7 and Fig. 9
+
+def axis_augment(X, delta: float) -> np.ndarray:
+    """Definition 7(a), teacher-agnostic: ``X`` together with ``x ± delta e_u`` for every sample and every
+    axis ``u``: (N (2d + 1), d) rows, the originals first, then for each sample its 2d neighbours
+    ordered (+e_1, −e_1, +e_2, −e_2, ...)."""
+    X = V.array(X, "X", ndim=2)
+    delta = V.positive(delta, "delta")
+    N, d = X.shape
+    steps = np.zeros((2 * d, d))
+    steps[0::2] = delta * np.eye(d)
+    steps[1::2] = -delta * np.eye(d)
+    return np.concatenate([X, (X[:, None, :] + steps[None]).reshape(N * 2 * d, d)])
+
+
+def teacher_aware_augment(X, teacher, delta: float, eps: float) -> np.ndarray:
+    """Definition 7(b), teacher-aware: ``X`` together with ``x ± delta w̃*_j`` for every sample within
+    distance ``eps`` of teacher node ``j``'s boundary (``|w̃*_jᵀx + b*_j| / ‖w̃*_j‖ ≤ eps``), with
+    ``w̃*_j`` normalised. Rows: the originals, then per teacher node ``j`` (in order) the ``+`` copies
+    of its near-boundary samples followed by the ``−`` copies."""
+    X = V.array(X, "X", ndim=2)
+    (W1, b1), _ = _check_net(teacher, "teacher", batched=False)
+    if W1.shape[1] != X.shape[1]:
+        raise V.ArgumentValueError(f"X has {X.shape[1]} columns but the teacher takes {W1.shape[1]} inputs")
+    delta, eps = V.positive(delta, "delta"), V.positive(eps, "eps")
+    norms = np.linalg.norm(W1, axis=1)
+    parts = [X]
+    for j in range(W1.shape[0]):
+        u = W1[j] / norms[j]
+        near = X[np.abs(X @ W1[j] + b1[j]) / norms[j] <= eps]
+        parts += [near + delta * u, near - delta * u]
+    return np.concatenate(parts)
+
+
+def teacher_aware_inputs(teacher, N: int, std: float = 1.5, alpha=(1.0, 2.0), seed: int = 0) -> np.ndarray:
+    """The public code's teacher-aware training set (``theory_suggest_train``, Fig. 9): for each of the
+    ``m`` teacher nodes, ``ceil(N / 3m)`` Gaussian points projected onto the node's boundary hyperplane,
+    plus copies shifted by ``± a w̃*_j`` with ``a ~ U[alpha]``; finally every point is rescaled to norm
+    ``std √d``. Returns (3 m ceil(N / 3m), d)."""
+    (W1, b1), _ = _check_net(teacher, "teacher", batched=False)
+    N = V.positive_int(N, "N")
+    std = V.positive(std, "std")
+    lo, hi = V.interval(alpha, "alpha")
+    rng = _rng(seed)
+    m, d = W1.shape
+    k = math.ceil(N / (3 * m))
+    parts = []
+    for j in range(m):
+        w = np.concatenate([W1[j], [b1[j]]])
+        P = std * rng.standard_normal((k, d + 1))
+        P[:, -1] = 1.0
+        P = P - np.outer(P @ w, w) / (w @ w)          # onto the hyperplane w·[x; 1] = 0 (homogeneous)
+        P = P[:, :-1] / P[:, -1:]
+        a = rng.uniform(lo, hi, size=k)[:, None]
+        parts += [P, P + a * W1[j], P - a * W1[j]]
+    Xa = np.concatenate(parts)
+    return Xa / np.linalg.norm(Xa, axis=1, keepdims=True) * std * math.sqrt(d)

@@ -1,0 +1,418 @@
+"""lib.teacher_student: values against independent computations (brute-force loops, autograd)."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from lib import teacher_student as TS
+from lib.validate import TrainingDivergedError
+
+
+def small_setup(S=None, d=4, m=3, n=5, C=2, N=40, p=1.0, seed=0):
+    T = TS.make_teacher(d, m, C, p=p, seed=seed)
+    st = TS.make_student(d, n, C, S=S, scale=0.5, seed=seed + 1)
+    X = TS.gaussian_inputs(N, d, seed=seed + 2)
+    return T, st, X
+
+
+def torch_loss(teacher, student, x):
+    """½‖f*(x) − f(x)‖² averaged over the rows of x, via torch (autograd reference)."""
+    def f(net, x):
+        (W1, b1), (W2, b2) = net
+        return torch.relu(x @ W1.T + b1) @ W2.T + b2
+    return 0.5 * ((f(teacher, x) - f(student, x)) ** 2).sum(1).mean()
+
+
+def autograd_step(teacher, student, x, lr):
+    T = [(torch.tensor(W), torch.tensor(b)) for W, b in teacher]
+    S = [(torch.tensor(W, requires_grad=True), torch.tensor(b, requires_grad=True)) for W, b in student]
+    torch_loss(T, S, torch.tensor(x)).backward()
+    return [((W - lr * W.grad).detach().numpy(), (b - lr * b.grad).detach().numpy()) for W, b in S]
+
+
+# ---------------------------------------------------------------------------------------------- correlation
+
+def brute_best(Ht, Hs):
+    out = []
+    for j in range(Ht.shape[1]):
+        best = -np.inf
+        for k in range(Hs.shape[1]):
+            a, b = Ht[:, j], Hs[:, k]
+            r = 0.0 if a.std() == 0 or b.std() == 0 else np.corrcoef(a, b)[0, 1]
+            best = max(best, r)
+        out.append(best)
+    return np.array(out)
+
+
+def test_best_correlation_matches_a_brute_force_loop():
+    rng = np.random.default_rng(0)
+    Ht = np.maximum(rng.standard_normal((50, 4)), 0)
+    Hs = np.maximum(rng.standard_normal((50, 6)) + rng.standard_normal((50, 1)), 0)
+    Hs[:, 2] = 3.0 * Ht[:, 1] + 7.0   # an exact positive rescale and shift of teacher 1
+    Hs[:, 4] = 0.0                    # a dead node
+    got = TS.best_correlation(Ht, Hs)
+    assert got.shape == (4,)
+    assert np.allclose(got, brute_best(Ht, Hs), atol=1e-12)
+    assert abs(got[1] - 1.0) < 1e-12
+    C = TS.correlation_matrix(Ht, Hs)
+    assert C.shape == (4, 6) and np.all(C[:, 4] == 0)
+    assert np.allclose(C[0], [np.corrcoef(Ht[:, 0], Hs[:, k])[0, 1] if k != 4 else 0 for k in range(6)])
+
+
+def test_negative_correlations_are_kept_and_constant_columns_give_zero():
+    a = np.array([0.0, 1.0, 2.0, 3.0])
+    Ht = np.stack([a, np.full(4, 2.5)], axis=1)
+    Hs = np.stack([-a, -2 * a + 1], axis=1)
+    assert np.allclose(TS.best_correlation(Ht, Hs), [-1.0, 0.0])
+    assert np.allclose(TS.correlation_matrix(Ht, np.full((4, 1), 1e6)), 0.0)
+
+
+def test_correlation_rejects_mismatched_rows():
+    with pytest.raises(ValueError, match="same number of rows"):
+        TS.best_correlation(np.ones((5, 2)), np.ones((4, 2)))
+    with pytest.raises(ValueError, match="H_student"):
+        TS.best_correlation(np.ones((5, 2)), np.ones(5))
+
+
+def test_student_that_copies_the_teacher_has_correlation_one():
+    T, st, X = small_setup(n=5)
+    (W1, b1), (W2, b2) = st
+    W1[:3], b1[:3] = 2.0 * T[0][0], 2.0 * T[0][1]
+    Ht, _ = TS.hidden_and_output(T, X)
+    Hs, _ = TS.hidden_and_output(st, X)
+    assert np.allclose(TS.best_correlation(Ht, Hs), 1.0, atol=1e-12)
+
+
+# ---------------------------------------------------------------------------------------------- networks
+
+def test_make_teacher_is_regular_with_decaying_fan_out():
+    (W1, b1), (W2, b2) = TS.make_teacher(6, 4, 3, p=0.0, bias=-0.1, seed=5)
+    (V1, c1), (V2, c2) = TS.make_teacher(6, 4, 3, p=1.5, bias=-0.1, seed=5)
+    assert W1.shape == (4, 6) and W2.shape == (3, 4) and b1.shape == (4,) and b2.shape == (3,)
+    assert np.allclose(np.linalg.norm(W1, axis=1), 1.0) and np.allclose(W1, V1)
+    assert np.allclose(V2, W2 / np.array([1, 2, 3, 4]) ** 1.5)
+    assert np.all(b1 == -0.1) and np.all(c2 == -0.1)
+    assert set(np.unique(W2)) <= set(TS.CHOICES)
+    assert not np.allclose(TS.make_teacher(6, 4, 3, seed=6)[0][0], W1)
+
+
+def test_discrete_distinct_rows_are_distinct_and_from_the_choices():
+    M = TS.discrete_distinct_rows(8, 3, seed=1, choices=(-1.0, 0.0, 1.0))
+    assert M.shape == (8, 3) and set(np.unique(M)) <= {-1.0, 0.0, 1.0}
+    assert len({tuple(r) for r in M}) == 8 and (np.abs(M).sum(1) > 0).all()
+    with pytest.raises(ValueError, match="could not draw"):
+        TS.discrete_distinct_rows(3, 1, choices=(0.0, 1.0))
+    with pytest.raises(ValueError, match="two distinct"):
+        TS.discrete_distinct_rows(3, 2, choices=(1.0, 1.0))
+
+
+def test_make_student_shapes_and_scale():
+    (W1, b1), (W2, b2) = TS.make_student(3, 7, 2, S=4, scale=0.1, seed=0)
+    assert W1.shape == (4, 7, 3) and b1.shape == (4, 7) and W2.shape == (4, 2, 7) and b2.shape == (4, 2)
+    assert np.all(b1 == 0) and np.all(b2 == 0)
+    big = TS.make_student(50, 100, 50, scale=0.1, seed=0)
+    assert abs(big[0][0].std() - 0.1) < 0.005 and big[0][0].shape == (100, 50)
+
+
+def test_gaussian_inputs_have_the_requested_std():
+    X = TS.gaussian_inputs(20000, 3, std=1.5, seed=0)
+    assert X.shape == (20000, 3) and abs(X.std() - 1.5) < 0.02
+    assert np.array_equal(X, TS.gaussian_inputs(20000, 3, std=1.5, seed=0))
+
+
+def test_hidden_and_output_matches_a_loop_batched_and_not():
+    T, st, X = small_setup(S=3)
+    H, Y = TS.hidden_and_output(st, X)
+    assert H.shape == (3, 40, 5) and Y.shape == (3, 40, 2)
+    for s in range(3):
+        for i in range(0, 40, 7):
+            h = np.maximum(st[0][0][s] @ X[i] + st[0][1][s], 0)
+            assert np.allclose(H[s, i], h) and np.allclose(Y[s, i], st[1][0][s] @ h + st[1][1][s])
+    with pytest.raises(ValueError, match="columns"):
+        TS.hidden_and_output(T, X[:, :3])
+
+
+def test_fan_out_norms_are_column_norms_of_the_output_matrix():
+    st = TS.make_student(3, 4, 6, scale=1.0, seed=0)   # W2 is (6, 4): rows != columns
+    assert np.allclose(TS.fan_out_norms(st), [np.linalg.norm(st[1][0][:, k]) for k in range(4)])
+    stb = TS.make_student(3, 4, 6, S=2, scale=1.0, seed=0)
+    assert TS.fan_out_norms(stb).shape == (2, 4)
+
+
+def test_prune_students_zeroes_fan_out_only():
+    T, st, X = small_setup(S=2)
+    keep = np.array([[True, False, True, True, False], [False] * 5])
+    pr = TS.prune_students(st, keep)
+    assert np.array_equal(pr[0][0], st[0][0]) and np.array_equal(pr[1][1], st[1][1])
+    assert np.all(pr[1][0][0][:, [1, 4]] == 0) and np.array_equal(pr[1][0][0][:, 0], st[1][0][0][:, 0])
+    assert np.all(pr[1][0][1] == 0)
+    with pytest.raises(ValueError, match="keep"):
+        TS.prune_students(st, keep[0])
+
+
+def test_two_layer_flops_hand_count():
+    # forward 2*B*(dn + nC), backward 2*B*nC (dW2) + 2*B*nC (g1) + 2*B*dn (dW1), update 2*(nd + n + Cn + C)
+    assert TS.two_layer_flops(3, 4, 5, 2) == 2 * 2 * (12 + 20) + 2 * 2 * 20 * 2 + 2 * 2 * 12 + 2 * (12 + 4 + 20 + 5)
+
+
+# ---------------------------------------------------------------------------------------------- training
+
+def test_one_full_batch_step_equals_autograd():
+    T, st, X = small_setup()
+    got = TS.train_two_layer(T, st, X, 1, 0.05, batch_size=None)
+    want = autograd_step(T, st, X, 0.05)
+    for (W, b), (Wr, br) in zip(got, want):
+        assert np.allclose(W, Wr, atol=1e-13) and np.allclose(b, br, atol=1e-13)
+
+
+def test_one_minibatch_step_equals_autograd_on_the_drawn_rows():
+    T, st, X = small_setup(S=2)
+    got = TS.train_two_layer(T, st, X, 1, 0.1, batch_size=7, seed=3)
+    idx = np.random.default_rng(3).integers(len(X), size=(1, 2, 7))[0]
+    for s in range(2):
+        one = [(W[s], b[s]) for W, b in st]
+        want = autograd_step(T, one, X[idx[s]], 0.1)
+        for (W, b), (Wr, br) in zip(got, want):
+            assert np.allclose(W[s], Wr, atol=1e-13) and np.allclose(b[s], br, atol=1e-13)
+
+
+def test_several_gd_steps_equal_repeated_autograd_and_batching_changes_nothing():
+    T, st, X = small_setup(S=3)
+    got = TS.train_two_layer(T, st, X, 5, 0.05, batch_size=None)
+    for s in range(3):
+        ref = [(W[s], b[s]) for W, b in st]
+        for _ in range(5):
+            ref = autograd_step(T, ref, X, 0.05)
+        alone = TS.train_two_layer(T, [(W[s], b[s]) for W, b in st], X, 5, 0.05, batch_size=None)
+        for (W, b), (Wr, br), (Wa, ba) in zip(got, ref, alone):
+            assert np.allclose(W[s], Wr, atol=1e-12) and np.allclose(b[s], br, atol=1e-12)
+            assert np.allclose(Wa, W[s], atol=1e-14) and np.allclose(ba, b[s], atol=1e-14)
+
+
+def test_sgd_steps_beyond_one_chunk_follow_the_drawn_indices():
+    T, st, X = small_setup(N=6, d=2, n=3, m=2)
+    steps = 1030                        # past the trainer's 1024-step chunk of drawn indices
+    got = TS.train_two_layer(T, st, X, steps, 0.02, batch_size=2, seed=9)
+    rng = np.random.default_rng(9)
+    idx = np.concatenate([rng.integers(6, size=(1024, 1, 2)), rng.integers(6, size=(6, 1, 2))])
+    ref = st
+    (T1, c1), (T2, c2) = T
+    for t in range(steps):           # plain numpy reference, written independently of the trainer
+        x = X[idx[t, 0]]
+        (W1, b1), (W2, b2) = ref
+        z = x @ W1.T + b1
+        h = np.maximum(z, 0)
+        e = (np.maximum(x @ T1.T + c1, 0) @ T2.T + c2) - (h @ W2.T + b2)
+        g1 = (e @ W2) * (z > 0)
+        ref = [(W1 + 0.02 * g1.T @ x / 2, b1 + 0.02 * g1.mean(0)), (W2 + 0.02 * e.T @ h / 2, b2 + 0.02 * e.mean(0))]
+    for (W, b), (Wr, br) in zip(got, ref):
+        assert np.allclose(W, Wr, atol=1e-11) and np.allclose(b, br, atol=1e-11)
+
+
+def test_training_reduces_the_loss_and_is_reproducible():
+    T, st, X = small_setup(S=2, N=200)
+    a = TS.train_two_layer(T, st, X, 300, 0.05, seed=1)
+    b = TS.train_two_layer(T, st, X, 300, 0.05, seed=1)
+    c = TS.train_two_layer(T, st, X, 300, 0.05, seed=2)
+    assert all(np.array_equal(x[0], y[0]) for x, y in zip(a, b))
+    assert not np.array_equal(a[0][0], c[0][0])
+    _, Yt = TS.hidden_and_output(T, X)
+    loss = lambda net: ((TS.hidden_and_output(net, X)[1] - Yt) ** 2).sum(-1).mean(-1)  # noqa: E731
+    assert np.all(loss(a) < 0.5 * loss(st))
+    assert np.array_equal(st[0][0], TS.make_student(4, 5, 2, S=2, scale=0.5, seed=1)[0][0])  # input untouched
+
+
+def test_batched_teacher_trains_each_student_on_its_own_teacher():
+    T1, st, X = small_setup(S=2, seed=0)
+    T2 = TS.make_teacher(4, 3, 2, seed=7)
+    Tb = [(np.stack([T1[l][0], T2[l][0]]), np.stack([T1[l][1], T2[l][1]])) for l in range(2)]
+    got = TS.train_two_layer(Tb, st, X, 3, 0.05, batch_size=None)
+    for s, T in enumerate((T1, T2)):
+        ref = [(W[s], b[s]) for W, b in st]
+        for _ in range(3):
+            ref = autograd_step(T, ref, X, 0.05)
+        assert np.allclose(got[0][0][s], ref[0][0], atol=1e-12) and np.allclose(got[1][1][s], ref[1][1], atol=1e-12)
+
+
+def test_torch_in_torch_out_and_zero_steps():
+    T, st, X = small_setup()
+    out = TS.train_two_layer(T, [(torch.tensor(W), torch.tensor(b)) for W, b in st], X, 0, 0.1)
+    assert isinstance(out[0][0], torch.Tensor) and np.array_equal(out[0][0].numpy(), st[0][0])
+    assert isinstance(TS.train_two_layer(T, st, X, 1, 0.1)[0][0], np.ndarray)
+
+
+def test_snapshots_are_the_students_at_the_recorded_steps():
+    T, st, X = small_setup()
+    end, snaps = TS.train_with_snapshots(T, st, X, 6, 0.05, [0, 2, 6], batch_size=None)
+    assert sorted(snaps) == [0, 2, 6]
+    assert np.array_equal(snaps[0][0][0], st[0][0]) and np.array_equal(snaps[6][1][0], end[1][0])
+    two = TS.train_two_layer(T, st, X, 2, 0.05, batch_size=None)
+    assert np.allclose(snaps[2][0][0], two[0][0], atol=1e-15)
+    with pytest.raises(ValueError, match="record_at"):
+        TS.train_with_snapshots(T, st, X, 6, 0.05, [7])
+
+
+def test_divergence_raises():
+    T, st, X = small_setup()
+    with pytest.raises(TrainingDivergedError, match="lr="):
+        TS.train_two_layer(T, st, 1e3 * X, 300, 10.0, batch_size=None)
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(steps=-1), "steps"), (dict(lr=0.0), "lr"), (dict(batch_size=0), "batch_size"), (dict(seed=-1), "seed"),
+])
+def test_train_rejects_bad_arguments(kwargs, match):
+    T, st, X = small_setup()
+    args = dict(steps=1, lr=0.1, batch_size=4, seed=0) | kwargs
+    with pytest.raises(ValueError, match=match):
+        TS.train_two_layer(T, st, X, **args)
+
+
+def test_train_rejects_mismatched_nets():
+    T, st, X = small_setup()
+    with pytest.raises(ValueError, match="columns"):
+        TS.train_two_layer(T, st, X[:, :3], 1, 0.1)
+    with pytest.raises(ValueError, match="outputs"):
+        TS.train_two_layer(T, TS.make_student(4, 5, 3), X, 1, 0.1)
+    with pytest.raises(ValueError, match="two-layer"):
+        TS.train_two_layer(T, st[:1], X, 1, 0.1)
+    with pytest.raises(ValueError, match="b must have shape"):
+        TS.train_two_layer(T, [(st[0][0], st[0][1][:-1]), st[1]], X, 1, 0.1)
+    with pytest.raises(ValueError, match="inputs but layer"):
+        TS.train_two_layer(T, [st[0], (st[1][0][:, :-1], st[1][1])], X, 1, 0.1)
+    Tb = [(np.stack([W, W]), np.stack([b, b])) for W, b in T]
+    with pytest.raises(ValueError, match="batched teacher"):
+        TS.train_two_layer(Tb, st, X, 1, 0.1)
+    with pytest.raises(ValueError, match="leading"):
+        TS.train_two_layer(T, [st[0], (st[1][0][None], st[1][1][None])], X, 1, 0.1)
+    with pytest.raises(ValueError, match="pair"):
+        TS.train_two_layer(T, [st[0], 3], X, 1, 0.1)
+
+
+# ---------------------------------------------------------------------------------------------- Lemma 1
+
+def deep_net(widths, seed, scale=1.0):
+    rng = np.random.default_rng(seed)
+    return [(scale * rng.standard_normal((o, i)) / math.sqrt(i), 0.3 * rng.standard_normal(o))
+            for i, o in zip(widths[:-1], widths[1:])]
+
+
+def autograd_gated_gradients(teacher, student, X):
+    """−∂J/∂z_l for J = ½ Σ_x ‖f*(x) − f(x)‖² (per-sample gradients, since samples do not interact)."""
+    with torch.no_grad():
+        f = torch.tensor(X)
+        for i, (W, b) in enumerate(teacher):
+            f = f @ torch.tensor(W).T + torch.tensor(b)
+            f = f if i == len(teacher) - 1 else torch.relu(f)
+        target = f
+    zs, f = [], torch.tensor(X)
+    for i, (W, b) in enumerate(student):
+        z = f @ torch.tensor(W, requires_grad=True).T + torch.tensor(b, requires_grad=True)
+        z.retain_grad()
+        zs.append(z)
+        f = z if i == len(student) - 1 else torch.relu(z)
+    (0.5 * ((target - f) ** 2).sum()).backward()
+    return [-z.grad.numpy() for z in zs]
+
+
+@pytest.mark.parametrize("tw, sw", [([3, 4, 3, 2], [3, 6, 5, 2]), ([5, 2], [5, 2]), ([2, 3, 2], [2, 7, 2])])
+def test_lemma1_recursive_gradient_equals_autograd(tw, sw):
+    teacher, student = deep_net(tw, 0), deep_net(sw, 1)
+    X = np.random.default_rng(2).standard_normal((60, tw[0]))
+    got = TS.recursive_gradients(teacher, student, X)
+    want = autograd_gated_gradients(teacher, student, X)
+    assert [g.shape for g in got] == [(60, w) for w in sw[1:]]
+    for g, w in zip(got, want):
+        assert np.max(np.abs(g - w)) < 1e-10
+    assert max(np.abs(w).max() for w in want) > 0.1   # the comparison is not between zeros
+
+
+def test_lemma1_rejects_mismatched_depths():
+    with pytest.raises(ValueError, match="same depth"):
+        TS.recursive_gradients(deep_net([3, 4, 2], 0), deep_net([3, 2], 1), np.ones((2, 3)))
+    with pytest.raises(ValueError, match="outputs"):
+        TS.recursive_gradients(deep_net([3, 4, 2], 0), deep_net([3, 4, 3], 1), np.ones((2, 3)))
+    with pytest.raises(ValueError, match="columns"):
+        TS.recursive_gradients(deep_net([3, 4, 2], 0), deep_net([3, 4, 2], 1), np.ones((2, 4)))
+
+
+# ---------------------------------------------------------------------------------------------- metrics
+
+def test_specialisation_steps_brute_force():
+    rng = np.random.default_rng(0)
+    hist = rng.uniform(0.5, 1.0, size=(3, 7, 4))
+    steps = np.array([0, 5, 10, 20, 40, 80, 160])
+    got = TS.specialisation_steps(hist, steps, threshold=0.9)
+    for s in range(3):
+        for j in range(4):
+            above = [steps[t] for t in range(7) if hist[s, t, j] > 0.9]
+            assert got[s, j] == (above[0] if above else np.inf)
+    assert TS.specialisation_steps(np.array([[0.9], [0.95]]), [0, 1], threshold=0.9)[0] == 1  # strictly above
+    with pytest.raises(ValueError, match="increasing"):
+        TS.specialisation_steps(hist, steps[::-1])
+    with pytest.raises(ValueError, match="recorded steps"):
+        TS.specialisation_steps(hist, steps[:3])
+
+
+def test_alignment_hand_case():
+    s, gap = TS.alignment([1.0, 0.0], -0.5, [2.0, 2.0], 1.0)
+    assert math.isclose(s, math.sqrt(0.5)) and math.isclose(gap, abs(1 / math.sqrt(8) + 0.5))
+    assert TS.alignment([0.0, 3.0], 0.3, [0.0, 6.0], 0.6) == (0.0, 0.0)
+    with pytest.raises(ValueError, match="non-zero"):
+        TS.alignment([0.0, 0.0], 0.0, [1.0, 0.0], 0.0)
+
+
+# ---------------------------------------------------------------------------------------------- data sets
+
+def test_axis_augment_matches_a_loop():
+    X = np.array([[0.0, 1.0, 2.0], [3.0, 4.0, 5.0]])
+    A = TS.axis_augment(X, 0.25)
+    want = [*X]
+    for x in X:
+        for u in range(3):
+            e = np.eye(3)[u]
+            want += [x + 0.25 * e, x - 0.25 * e]
+    assert np.array_equal(A, np.array(want))
+
+
+def test_teacher_aware_augment_matches_a_loop():
+    T = TS.make_teacher(3, 2, 1, seed=0)
+    X = TS.gaussian_inputs(200, 3, std=1.0, seed=1)
+    A = TS.teacher_aware_augment(X, T, 0.1, 0.2)
+    want = [*X]
+    (W1, b1), _ = T
+    for j in range(2):
+        u = W1[j] / np.linalg.norm(W1[j])
+        near = [x for x in X if abs(W1[j] @ x + b1[j]) / np.linalg.norm(W1[j]) <= 0.2]
+        want += [x + 0.1 * u for x in near] + [x - 0.1 * u for x in near]
+    assert len(want) > 200 and np.allclose(A, np.array(want))
+
+
+def test_teacher_aware_inputs_structure():
+    T = TS.make_teacher(4, 3, 2, bias=0.0, seed=0)
+    X = TS.teacher_aware_inputs(T, 20, std=1.5, alpha=(1.0, 2.0), seed=0)
+    k = math.ceil(20 / 9)
+    assert X.shape == (9 * k, 4) and np.allclose(np.linalg.norm(X, axis=1), 1.5 * 2.0)
+    # with zero bias the rescaling keeps the base points on teacher j's boundary and the shifts along w_j
+    W1 = T[0][0]
+    for j in range(3):
+        base, plus, minus = X[3 * j * k:(3 * j + 1) * k], X[(3 * j + 1) * k:(3 * j + 2) * k], X[(3 * j + 2) * k:(3 * j + 3) * k]
+        assert np.allclose(base @ W1[j], 0, atol=1e-12)
+        assert np.all(plus @ W1[j] > 0) and np.all(minus @ W1[j] < 0)
+    assert np.array_equal(X, TS.teacher_aware_inputs(T, 20, std=1.5, seed=0))
+
+
+def test_data_set_functions_reject_bad_input():
+    T = TS.make_teacher(3, 2, 1, seed=0)
+    with pytest.raises(ValueError, match="delta"):
+        TS.axis_augment(np.ones((2, 3)), 0.0)
+    with pytest.raises(ValueError, match="columns"):
+        TS.teacher_aware_augment(np.ones((2, 4)), T, 0.1, 0.1)
+    with pytest.raises(ValueError, match="alpha"):
+        TS.teacher_aware_inputs(T, 10, alpha=(2.0, 1.0))
+    with pytest.raises(ValueError, match="p"):
+        TS.make_teacher(3, 2, 1, p=-1.0)
+    with pytest.raises(ValueError, match="scale"):
+        TS.make_student(3, 2, 1, scale=0.0)
