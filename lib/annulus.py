@@ -21,13 +21,19 @@ import itertools
 
 import numpy as np
 
-__all__ = ["expanded_simplex", "inradius", "region_radii"]
+__all__ = ["expanded_simplex", "inradius", "region_radii", "sum_zero_basis"]
 
 _TOL = 1e-9
 
 
-def _sum_zero_basis(n: int) -> np.ndarray:
-    """An orthonormal basis (rows) of the hyperplane sum(x) = 0 in R^(n+1) (Helmert vectors)."""
+def sum_zero_basis(n: int) -> np.ndarray:
+    """An orthonormal basis (the n rows) of the hyperplane sum(x) = 0 in R^(n+1): the Helmert vectors.
+
+    :func:`expanded_simplex` writes its vertices in this basis; ``V @ sum_zero_basis(n)`` takes them
+    back to R^(n+1) (chapter 07 does so to find the facets of eS_n). ValueError for n < 1."""
+    if not isinstance(n, (int, np.integer)) or isinstance(n, bool) or n < 1:
+        raise ValueError(f"sum_zero_basis needs an integer dimension n >= 1, got {n!r}")
+    n = int(n)
     B = np.zeros((n, n + 1))
     for k in range(1, n + 1):
         B[k - 1, :k] = 1.0
@@ -51,7 +57,7 @@ def expanded_simplex(n: int) -> np.ndarray:
     E = np.zeros((len(pairs), n + 1))
     for r, (i, j) in enumerate(pairs):
         E[r, i], E[r, j] = 1.0, -1.0
-    return (E @ _sum_zero_basis(n).T) / np.sqrt(2.0)
+    return (E @ sum_zero_basis(n).T) / np.sqrt(2.0)
 
 
 def inradius(vertices) -> float:

@@ -260,3 +260,21 @@ def test_region_radii_of_non_convex_regions_against_a_grid():
         assert rho <= g_rho + 1e-12 and g_rho - rho < 4e-3 * lim
         assert g_R <= R + 1e-12 and R - g_R < 4e-3 * lim
         checked += 1
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7])
+def test_sum_zero_basis_is_orthonormal_and_spans_the_sum_zero_hyperplane(n):
+    from lib.annulus import sum_zero_basis
+    B = sum_zero_basis(n)
+    assert B.shape == (n, n + 1)
+    np.testing.assert_allclose(B @ B.T, np.eye(n), atol=1e-12)          # orthonormal rows
+    np.testing.assert_allclose(B.sum(axis=1), 0.0, atol=1e-12)         # inside sum(x) = 0
+    P = np.eye(n + 1) - 1.0 / (n + 1)                                  # projector onto that hyperplane
+    np.testing.assert_allclose(B.T @ B, P, atol=1e-12)                 # ... and spanning it
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.0, True, "3"])
+def test_sum_zero_basis_rejects_bad_dimension(bad):
+    from lib.annulus import sum_zero_basis
+    with pytest.raises(ValueError, match="sum_zero_basis needs an integer dimension n >= 1"):
+        sum_zero_basis(bad)

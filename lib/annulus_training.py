@@ -1,0 +1,80 @@
+"""Data and batched models for training the circle-versus-annulus problem (Chapter 07 and its
+higher-dimensions section; Sattelberg 2026, §4.2).
+
+* :func:`ball_vs_shell` -- independent training sets: half the points uniform in the ball of radius r1
+  (class +1), half uniform in the shell r2 <= |x| <= r3 (class -1), radii drawn uniform in *volume*;
+* :class:`LeakEnsemble` -- many one-hidden-layer nets trained as one batched model, each with its own
+  leak (0 = ReLU), each on its own data set (inputs shaped (n, nets, d), rows first, so that
+  :func:`lib.train.train_minibatch` shuffles points, not nets).
+
+The exact geometry of the regions such nets cut out is in :mod:`lib.annulus`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+
+from lib import validate as V
+from lib.nets import BatchedMLP
+
+__all__ = ["ball_vs_shell", "LeakEnsemble"]
+
+
+def ball_vs_shell(n_dim: int, n_points: int, r1: float, r2: float, r3: float, rng,
+                  n_sets: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """``n_sets`` independent data sets, ``X`` of shape (n_points, n_sets, n_dim) and labels ``y`` of
+    shape (n_points, n_sets): the first n_points // 2 rows uniform in the ball |x| < r1 (label +1), the
+    rest uniform in the shell r2 <= |x| <= r3 (label -1).
+
+    Uniform in volume: a radius is (U(a^n, b^n))^(1/n), a direction uniform on the sphere (a
+    normalised Gaussian vector), as the spec asks (uniform radii would crowd the centre). ``rng`` is a
+    ``numpy.random.Generator``. Used by chapter 07 (Fig. 4.2, Tables 4.2-4.3) and its
+    higher-dimensions section (Fig. 4.8)."""
+    n_dim = V.positive_int(n_dim, "n_dim")
+    n_points = V.integer(n_points, "n_points", min=2)
+    n_sets = V.positive_int(n_sets, "n_sets")
+    r1 = V.positive(r1, "r1 (the ball's radius)")
+    r2 = V.positive(r2, "r2 (the shell's inner radius)")
+    r3 = V.positive(r3, "r3 (the shell's outer radius)")
+    if not r1 <= r2 < r3:
+        raise ValueError(f"the radii must satisfy r1 <= r2 < r3 (ball inside the gap inside the shell), "
+                         f"got r1={r1}, r2={r2}, r3={r3}")
+    V.instance(rng, "rng", np.random.Generator, "a numpy.random.Generator (np.random.default_rng(seed))")
+    half = n_points // 2
+
+    def radial(lo: float, hi: float, k: int) -> np.ndarray:
+        r = rng.uniform(lo ** n_dim, hi ** n_dim, size=(k, n_sets)) ** (1 / n_dim)
+        u = rng.standard_normal((k, n_sets, n_dim))
+        return u / np.linalg.norm(u, axis=2, keepdims=True) * r[..., None]
+
+    X = np.concatenate([radial(0.0, r1, half), radial(r2, r3, n_points - half)])
+    y = np.concatenate([np.ones((half, n_sets)), -np.ones((n_points - half, n_sets))])
+    return X, y
+
+
+class LeakEnsemble(BatchedMLP):
+    """:class:`lib.nets.BatchedMLP` with one leak per net (``slopes``, each in [0, 1); 0 is ReLU).
+
+    ``forward`` takes X of shape (n, nets, d) -- rows first, one data set per net -- and returns
+    (nets, n) for a one-output net (the last layer's single output), (nets, n, d_L) otherwise. Net m
+    starts from ``init_mlp(widths, seeds[m])`` (He), like BatchedMLP."""
+
+    def __init__(self, widths, seeds, slopes):
+        super().__init__(widths, seeds=seeds, activation="leaky_relu")
+        slopes = V.array(slopes, "slopes", ndim=1, shape=(self.n_models,))
+        if (slopes < 0).any() or (slopes >= 1).any():
+            raise ValueError(f"slopes (one leak per net) must lie in [0, 1), got {slopes.min()}..{slopes.max()}")
+        self.register_buffer("slopes", torch.as_tensor(slopes, dtype=self.weights[0].dtype).view(-1, 1, 1))
+
+    def forward(self, X: torch.Tensor) -> torch.Tensor:
+        V.tensor(X, "X", ndim=3, floating=True, nonempty=False)
+        if X.shape[1] != self.n_models or X.shape[2] != self.widths[0]:
+            raise ValueError(f"X must have shape (n, {self.n_models} nets, {self.widths[0]} inputs), "
+                             f"got {tuple(X.shape)}")
+        h = X.transpose(0, 1)
+        for l, (W, b) in enumerate(zip(self.weights, self.biases)):
+            h = torch.baddbmm(b.unsqueeze(1), h, W.transpose(1, 2))
+            if l < len(self.weights) - 1:
+                h = torch.maximum(h, self.slopes * h)          # leaky ReLU with the net's own slope (< 1)
+        return h[..., 0] if h.shape[-1] == 1 else h

@@ -1,0 +1,86 @@
+"""lib.annulus_training against independent computations: radius laws, a per-net loop forward."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from lib.annulus_training import LeakEnsemble, ball_vs_shell
+from lib.nets import init_mlp
+
+
+@pytest.mark.parametrize("n_dim", [1, 2, 5])
+def test_ball_vs_shell_labels_radii_and_volume_law(n_dim):
+    rng = np.random.default_rng(0)
+    X, y = ball_vs_shell(n_dim, 4001, 0.5, 0.8, 1.1, rng, n_sets=3)
+    assert X.shape == (4001, 3, n_dim) and y.shape == (4001, 3)
+    half = 4001 // 2
+    assert (y[:half] == 1).all() and (y[half:] == -1).all()
+    r = np.linalg.norm(X, axis=2)
+    assert (r[:half] <= 0.5).all() and (r[half:] >= 0.8 - 1e-12).all() and (r[half:] <= 1.1 + 1e-12).all()
+    # uniform in volume: r^n is uniform on [a^n, b^n]; its mean is the interval's midpoint (4 standard errors)
+    for lo, hi, rr in ((0.0, 0.5, r[:half]), (0.8, 1.1, r[half:])):
+        u = (rr ** n_dim - lo ** n_dim) / (hi ** n_dim - lo ** n_dim)
+        assert abs(u.mean() - 0.5) < 4 * math.sqrt(1 / 12 / u.size)
+        assert abs((u < 0.25).mean() - 0.25) < 4 * math.sqrt(0.25 * 0.75 / u.size)
+    # directions uniform: the mean unit vector is near zero
+    d = X[:half] / np.maximum(r[:half, :, None], 1e-300)
+    assert np.abs(d.mean(axis=(0, 1))).max() < 4 / math.sqrt(d.shape[0] * d.shape[1])
+    # the sets are independent draws, not copies
+    assert not np.allclose(X[:, 0], X[:, 1])
+
+
+def test_ball_vs_shell_is_reproducible_from_the_generator():
+    a = ball_vs_shell(3, 10, 1.0, 2.0, 3.0, np.random.default_rng(7))
+    b = ball_vs_shell(3, 10, 1.0, 2.0, 3.0, np.random.default_rng(7))
+    np.testing.assert_array_equal(a[0], b[0])
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(r1=2.0, r2=1.0, r3=3.0), "r1 <= r2 < r3"),
+    (dict(r1=1.0, r2=3.0, r3=3.0), "r1 <= r2 < r3"),
+    (dict(r1=-1.0), "r1"),
+    (dict(n_points=1), "n_points"),
+    (dict(n_dim=0), "n_dim"),
+    (dict(n_sets=0), "n_sets"),
+    (dict(rng=0), "rng"),
+])
+def test_ball_vs_shell_errors(kwargs, match):
+    args = dict(n_dim=2, n_points=10, r1=1.0, r2=2.0, r3=3.0, rng=np.random.default_rng(0))
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        ball_vs_shell(**args)
+
+
+def test_leak_ensemble_matches_a_loop_of_single_nets():
+    seeds, slopes = [3, 4, 5], [0.0, 0.01, 0.3]
+    model = LeakEnsemble([2, 3, 1], seeds=seeds, slopes=slopes)
+    X = torch.randn(6, 3, 2, generator=torch.Generator().manual_seed(0))
+    out = model(X)
+    assert out.shape == (3, 6)
+    for m, (s, a) in enumerate(zip(seeds, slopes)):
+        (W1, b1), (W2, b2) = init_mlp([2, 3, 1], s)                   # the same start as a single net
+        h = X[:, m] @ W1.T + b1
+        h = torch.where(h > 0, h, a * h)
+        torch.testing.assert_close(out[m], (h @ W2.T + b2)[:, 0], rtol=1e-6, atol=1e-6)
+
+
+def test_leak_ensemble_several_outputs_keep_their_axis():
+    model = LeakEnsemble([2, 4, 3], seeds=[0, 1], slopes=[0.0, 0.1])
+    assert model(torch.zeros(5, 2, 2)).shape == (2, 5, 3)
+
+
+@pytest.mark.parametrize("slopes, match", [([0.0, 1.0], r"\[0, 1\)"), ([-0.1, 0.0], r"\[0, 1\)"),
+                                           ([0.0], "slopes"), ([0.0, float("nan")], "slopes")])
+def test_leak_ensemble_rejects_bad_slopes(slopes, match):
+    with pytest.raises(ValueError, match=match):
+        LeakEnsemble([2, 3, 1], seeds=[0, 1], slopes=slopes)
+
+
+def test_leak_ensemble_rejects_inputs_of_the_wrong_shape():
+    model = LeakEnsemble([2, 3, 1], seeds=[0, 1], slopes=[0.0, 0.0])
+    with pytest.raises(ValueError, match=r"\(n, 2 nets, 2 inputs\)"):
+        model(torch.zeros(5, 3, 2))
+    with pytest.raises(ValueError, match="X"):
+        model(torch.zeros(5, 2))
