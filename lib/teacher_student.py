@@ -269,15 +269,16 @@ def _train(teacher, student, X, steps, lr, batch_size, seed, record_at):
     batch, preallocated buffers). Returns the trained student and the snapshots at ``record_at``."""
     unbatched = student[0][0].ndim == 2
     (T1, c1), (T2, c2) = teacher
-    Y = np.maximum(X @ np.swapaxes(T1, -1, -2) + c1[..., None, :], 0.0) @ np.swapaxes(T2, -1, -2) \
-        + c2[..., None, :]                                         # teacher outputs, computed once
+    T1T, T2T = np.swapaxes(T1, -1, -2), np.swapaxes(T2, -1, -2)
+    per_student = T1.ndim == 3 and batch_size is not None
+    # one teacher: its outputs on X once; a batched teacher: on each minibatch (memory stays O(S B C))
+    Y = None if per_student else np.maximum(X @ T1T + c1[..., None, :], 0.0) @ T2T + c2[..., None, :]
     (W1, b1), (W2, b2) = [(W.copy(), b.copy()) for W, b in student]
     if unbatched:
         W1, b1, W2, b2 = W1[None], b1[None], W2[None], b2[None]
     S, N = W1.shape[0], X.shape[0]
     (n, d), C = W1.shape[1:], W2.shape[1]
     rng = np.random.default_rng(seed)
-    rows = np.arange(S)[:, None]
     record = set(record_at)
     snaps = {}
 
@@ -302,7 +303,8 @@ def _train(teacher, student, X, steps, lr, batch_size, seed, record_at):
                 idx_all = rng.integers(N, size=(min(chunk, steps - t), S, B))
             idx = idx_all[t % chunk]
             x = X[idx]                                             # (S, B, d)
-            y = Y[idx] if Y.ndim == 2 else Y[rows, idx]            # (S, B, C)
+            y = Y[idx] if Y is not None else \
+                np.maximum(x @ T1T + c1[:, None, :], 0.0) @ T2T + c2[:, None, :]   # (S, B, C)
         np.matmul(x, W1T, out=z)
         z += b1[:, None, :]
         h = np.maximum(z, 0.0)

@@ -42,3 +42,17 @@ def test_a_target_may_ask_for_more_calls():
     calls = []
     many = benchmark.SpeedTarget("many", "00", lambda: (lambda: calls.append(1)), 1.0, repeats=12)
     assert benchmark.run_speed_targets(2, [many])[0]["repeats"] == 12 and len(calls) == 13  # one warm-up
+
+
+def test_teacher_student_comparison_reports_consistent_ratios(monkeypatch):
+    times = iter([0.2, 0.1, 0.2, 0.3, 0.05, 0.1])   # (public, ours one, ours batched) x 2 repeats
+    monkeypatch.setattr(benchmark, "time_public_style_loop", lambda steps: next(times))
+    monkeypatch.setattr(benchmark, "time_ours_teacher_student", lambda steps, s: next(times))
+    r = benchmark.run_teacher_student(steps=100, students=4, repeats=2)
+    assert r["public_style_step_s"] == 0.2 / 100 and r["ours_one_step_s"] == 0.05 / 100
+    assert r["ours_batched_student_step_s"] == 0.1 / 25 / 4
+    assert r["speedup_one"] == 4.0 and r["speedup_batched"] == 0.2 / 100 / (0.1 / 100)
+
+
+def test_teacher_student_timers_run_a_few_steps():
+    assert benchmark.time_public_style_loop(3) > 0 and benchmark.time_ours_teacher_student(3, 2) > 0
