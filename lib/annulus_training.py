@@ -5,7 +5,9 @@ higher-dimensions section; Sattelberg 2026, §4.2).
   (class +1), half uniform in the shell r2 <= |x| <= r3 (class -1), radii drawn uniform in *volume*;
 * :class:`LeakEnsemble` -- many one-hidden-layer nets trained as one batched model, each with its own
   leak (0 = ReLU), each on its own data set (inputs shaped (n, nets, d), rows first, so that
-  :func:`lib.train.train_minibatch` shuffles points, not nets).
+  :func:`lib.train.train_minibatch` shuffles points, not nets);
+* :func:`train_ball_vs_shell` -- Adam on such an ensemble, each net with its own loss (BCE on logits or
+  MSE on the +-1 labels), and :func:`sign_accuracy`, the share of points each net classifies right.
 
 The exact geometry of the regions such nets cut out is in :mod:`lib.annulus`.
 """
@@ -17,8 +19,9 @@ import torch
 
 from lib import validate as V
 from lib.nets import BatchedMLP
+from lib.train import train_minibatch
 
-__all__ = ["ball_vs_shell", "LeakEnsemble"]
+__all__ = ["ball_vs_shell", "LeakEnsemble", "train_ball_vs_shell", "sign_accuracy"]
 
 
 def ball_vs_shell(n_dim: int, n_points: int, r1: float, r2: float, r3: float, rng,
@@ -78,3 +81,45 @@ class LeakEnsemble(BatchedMLP):
             if l < len(self.weights) - 1:
                 h = torch.maximum(h, self.slopes * h)          # leaky ReLU with the net's own slope (< 1)
         return h[..., 0] if h.shape[-1] == 1 else h
+
+
+def train_ball_vs_shell(X: torch.Tensor, y: torch.Tensor, slopes, bce, *, epochs: int, batch_size: int,
+                        lr: float, seed: int, net_seeds, width: int | None = None) -> LeakEnsemble:
+    """Train one one-hidden-layer net per data set with Adam and return the trained :class:`LeakEnsemble`.
+
+    ``X``: (n, nets, d) float tensor (already scaled), ``y``: (n, nets) labels +-1; ``slopes``: one leak
+    per net; ``bce``: one bool per net, True for binary cross-entropy on the logit (softplus(-y f)),
+    False for the squared error (f - y)^2 (§4.2.1's two losses); ``width``: hidden width, default d + 1
+    (the minimal width of §4.1). Every net's loss is its own batch mean; their sum is minimised, so the
+    nets do not interact. ``seed`` orders the minibatches, ``net_seeds[m]`` initialises net m.
+    Chapter 07 trains Tables 4.2-4.3 and, in its higher-dimensions section, Fig. 4.8 with it."""
+    V.tensor(X, "X", ndim=3, floating=True)
+    V.tensor(y, "y", shape=tuple(X.shape[:2]), floating=True)
+    if not bool(((y == 1) | (y == -1)).all()):
+        raise ValueError("y (the labels) must hold only +1 and -1")
+    d = X.shape[2]
+    width = d + 1 if width is None else V.positive_int(width, "width")
+    bce = V.array(bce, "bce (one bool per net: BCE or MSE)", ndim=1, shape=(X.shape[1],), dtype=None)
+    if bce.dtype != bool:
+        raise ValueError(f"bce (one bool per net: BCE or MSE) must be an array of bools, got dtype {bce.dtype}")
+    is_bce = torch.tensor(bce, dtype=X.dtype)
+
+    def loss_fn(out, yb):                                        # out (nets, batch), yb (batch, nets)
+        yb = yb.T
+        mse = ((out - yb) ** 2).mean(1)
+        bce_loss = torch.nn.functional.softplus(-yb * out).mean(1)   # BCE on logits for labels +-1
+        return is_bce * bce_loss + (1 - is_bce) * mse
+
+    model = LeakEnsemble([d, width, 1], seeds=net_seeds, slopes=slopes)
+    train_minibatch(model, X, y, loss_fn, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed,
+                    optimizer="adam", progress=False)
+    return model
+
+
+@torch.no_grad()
+def sign_accuracy(model: LeakEnsemble, X: torch.Tensor, y: torch.Tensor) -> np.ndarray:
+    """Per net, the share of the points of its data set (``X`` (n, nets, d), ``y`` (n, nets) of +-1)
+    on which sign(f(x)) equals the label: an array (nets,). f(x) = 0 counts as wrong."""
+    V.instance(model, "model", LeakEnsemble)
+    V.tensor(y, "y", shape=tuple(X.shape[:2]) if hasattr(X, "shape") else None, floating=True)
+    return (torch.sign(model(X)) == y.T).double().mean(1).numpy()

@@ -84,3 +84,58 @@ def test_leak_ensemble_rejects_inputs_of_the_wrong_shape():
         model(torch.zeros(5, 3, 2))
     with pytest.raises(ValueError, match="X"):
         model(torch.zeros(5, 2))
+
+
+def test_train_ball_vs_shell_trains_each_net_as_if_alone_with_its_own_loss():
+    """Two nets trained together (one BCE, one MSE) end exactly where each ends when trained alone
+    by a hand-written Adam loop on its own loss (Adam is elementwise, the losses are summed)."""
+    from lib.annulus_training import train_ball_vs_shell
+    rng = np.random.default_rng(1)
+    X, y = ball_vs_shell(2, 40, 0.5, 0.8, 1.1, rng, n_sets=2)
+    Xt, yt = torch.tensor(X, dtype=torch.float64), torch.tensor(y, dtype=torch.float64)
+    model = train_ball_vs_shell(Xt.float(), yt.float(), [0.0, 0.1], [True, False], epochs=3, batch_size=40,
+                                lr=0.01, seed=0, net_seeds=[11, 12])
+    for m, (leak, is_bce, s) in enumerate(((0.0, True, 11), (0.1, False, 12))):
+        params = [p.clone().requires_grad_(True) for layer in init_mlp([2, 3, 1], s) for p in layer]
+        opt = torch.optim.Adam(params, lr=0.01)
+        for _ in range(3):                                          # full batch: the order does not matter
+            W1, b1, W2, b2 = params
+            h = Xt[:, m].float() @ W1.T + b1
+            f = (torch.where(h > 0, h, leak * h) @ W2.T + b2)[:, 0]
+            t = yt[:, m].float()
+            loss = torch.nn.functional.softplus(-t * f).mean() if is_bce else ((f - t) ** 2).mean()
+            opt.zero_grad(); loss.backward(); opt.step()
+        for got, want in zip([p for layer in model.model_params(m) for p in layer], params):
+            torch.testing.assert_close(got, want.detach(), rtol=1e-5, atol=1e-6)
+
+
+def test_sign_accuracy_counts_correct_signs_and_zero_as_wrong():
+    from lib.annulus_training import sign_accuracy
+    model = LeakEnsemble([1, 2, 1], seeds=[0, 1], slopes=[0.0, 0.0])
+    with torch.no_grad():
+        for W in model.weights:
+            W.zero_()
+        model.weights[0][:, 0, 0] = 1.0                              # hidden unit 1 = relu(x)
+        model.weights[1][:, 0, 0] = torch.tensor([1.0, -1.0])        # net 0: f = relu(x), net 1: f = -relu(x)
+        for b in model.biases:
+            b.zero_()
+    X = torch.tensor([[[-1.0], [-1.0]], [[1.0], [1.0]], [[2.0], [2.0]], [[3.0], [3.0]]])
+    y = torch.tensor([[1.0, 1.0], [1.0, 1.0], [1.0, -1.0], [-1.0, -1.0]])
+    # net 0: f = 0, 1, 2, 3 -> signs 0, +, +, + vs labels +, +, +, - -> 2 of 4
+    # net 1: f = 0, -1, -2, -3 -> signs 0, -, -, - vs labels +, +, -, - -> 2 of 4
+    np.testing.assert_allclose(sign_accuracy(model, X, y), [0.5, 0.5])
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(y=torch.zeros(10, 2)), r"\+1 and -1"),
+    (dict(bce=[1, 0]), "bools"),
+    (dict(bce=[True]), "bce"),
+    (dict(width=0), "width"),
+])
+def test_train_ball_vs_shell_errors(kwargs, match):
+    from lib.annulus_training import train_ball_vs_shell
+    args = dict(X=torch.zeros(10, 2, 2), y=torch.ones(10, 2), slopes=[0.0, 0.0], bce=[True, False], epochs=1,
+                batch_size=5, lr=0.01, seed=0, net_seeds=[0, 1])
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=match):
+        train_ball_vs_shell(**args)
