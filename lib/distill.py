@@ -28,7 +28,8 @@ __all__ = [
     "hard_margin_svm", "balanced_rank1_init", "end_to_end", "balancedness_defect",
     "predicted_orthogonal_residual", "d40_bound", "init_norm_threshold", "poly_angle_quantile",
     "margin_angle_quantile", "reverse_cdf", "sample_angle_task", "unsigned_angle", "signed_angle",
-    "transfer_risk_exact", "transfer_risk_mc", "risk_bound_519", "cor51_bound", "cor52_bound",
+    "transfer_risk_exact", "transfer_risk_mc", "risk_bound_519", "lemma_d3_angle", "thmD4_bound",
+    "cor51_bound", "cor52_bound",
     "w_delta", "monotonicity_counts", "DistillConfig", "CONFIGS",
 ]
 
@@ -52,19 +53,22 @@ class DistillConfig:
     deep_depths: tuple = (2, 3)
     deep_r0: tuple = (1e-1, 1e-2, 1e-3)
     deep_steps: int = 5000
+    deep_ge_d: int = 20               # Thm 5.2 (5.14): deep students with n >= d (isotropic data)
+    deep_ge_n: int = 60
     deep_lr_factor: float = 0.5
     rn_d: int = 100                   # risk vs n (Thm 5.3, Cor. 5.2)
     rn_kappas: tuple = (0.5, 1.0, 2.0)
     rn_ns: tuple = (1, 2, 5, 10, 20, 50, 99, 100, 150)
     rn_sets: int = 100                # transfer sets per (kappa, n) for distillation
-    hard_sets: int = 30               # transfer sets per (kappa, n) for the hard-label learners
-    hard_steps: int = 300             # budget of hard-label GD
+    hard_sets: int = 30               # transfer sets per (kappa, n) for the GD learners (soft and hard labels)
+    hard_steps: int = 300             # budget of GD on soft and on hard labels (the same at every scale)
+    newton_sets: int = 30             # transfer sets per (kappa, n >= d) for the Newton limit
     low_d: int = 5                    # low-dimensional panel
     margin_betas_deg: tuple = (40, 60, 80)   # Cor. 5.1
     margin_ns: tuple = (1, 2, 3, 5, 8)
     margin_sets: int = 300
     path_d: int = 50                  # Lemma 5.1 along random sequences
-    path_seqs: int = 30
+    path_seqs: int = 60               # (60: the max-margin increase fraction has room against the seed spread)
     geo_d: int = 1000                 # Fig. 5.3
     geo_n: int = 20
     geo_kappas: tuple = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0)
@@ -91,14 +95,12 @@ class DistillConfig:
 CONFIGS = ChapterScales(
     "distillation",
     quick=DistillConfig(),
-    full=DistillConfig(deep_steps=8000, rn_sets=1000, hard_sets=300, hard_steps=1000, margin_sets=1000, path_seqs=200,
+    full=DistillConfig(deep_steps=8000, rn_sets=1000, hard_sets=300, newton_sets=300, margin_sets=1000, path_seqs=200,
                        geo_sets=1000, geo_kappas=(0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0, 3.0),
-                       mc_sets=20, mc_test=100000, bias_draws=200, mono_sets=1000,
-                       mono_hard_steps=1000, dim_sets=1000),
-    paper=DistillConfig(deep_steps=8000, rn_sets=1000, hard_sets=1000, hard_steps=1000, margin_sets=1000,
+                       mc_sets=20, mc_test=100000, bias_draws=200, mono_sets=1000, dim_sets=1000),
+    paper=DistillConfig(deep_steps=8000, rn_sets=1000, hard_sets=1000, newton_sets=1000, margin_sets=1000,
                         path_seqs=200, geo_sets=1000, mc_sets=20, mc_test=100000,
-                        bias_source="mnist", bias_n=100, bias_draws=100, mono_sets=1000,
-                        mono_hard_steps=1000, dim_sets=1000),
+                        bias_source="mnist", bias_n=100, bias_draws=100, mono_sets=1000, dim_sets=1000),
 )
 
 
@@ -411,25 +413,52 @@ def init_norm_threshold(eps: float, w_hat_norm: float, depth: int) -> float:
 
 
 # ----------------------------------------------------------------------------- learners
-def newton_in_span(X, y, iters: int = 30) -> np.ndarray:
-    """The limit of GD from 0 on l^1, by Newton's method in span coordinates ``w = Q c`` (Thm 5.1).
+def _newton(Z, y, iters):
+    """Damped Newton on the soft-label cross-entropy for a stack of coordinate matrices ``Z (T, n, k)``
+    of full column rank (n >= k): backtracking halves each set's step until its loss does not increase (plain
+    Newton from 0 can overshoot on ill-conditioned sets). Stops after ``iters`` steps or once every
+    set's step is below 1e-12 of its iterate (quadratic convergence then leaves rounding-level errors);
+    on badly conditioned sets the steps stay at the rounding floor that ``cond(Z)`` sets."""
+    c = np.zeros(Z.shape[:1] + Z.shape[2:])
+    loss = lambda c: np.mean(np.logaddexp(0.0, _matvec(Z, c)) - y * _matvec(Z, c), axis=-1)
+    f = loss(c)
+    for _ in range(iters):
+        p = special.expit(_matvec(Z, c))
+        # the Newton step (Z^T S Z)^-1 Z^T (p - y), S = diag(p(1-p)), as the least-squares solution of
+        # S^(1/2) Z step = S^(-1/2) (p - y) by QR: its error grows with cond(Z), not cond(Z)^2
+        sq = np.sqrt(p * (1 - p))
+        Q, R = np.linalg.qr(Z * sq[..., None])
+        step = np.linalg.solve(R, np.swapaxes(Q, 1, 2) @ ((p - y) / sq)[..., None])[..., 0]
+        t = np.ones(len(c))
+        for _ in range(40):
+            f_new = loss(c - t[:, None] * step)
+            worse = f_new > f + 1e-12 * np.abs(f)
+            if not np.any(worse):
+                break
+            t = np.where(worse, t / 2, t)
+        c, f = c - t[:, None] * step, f_new
+        if np.all(np.linalg.norm(step, axis=1) <= 1e-12 * np.maximum(1.0, np.linalg.norm(c, axis=1))):
+            break
+    return c
 
-    Useful where plain GD is slow (ill-conditioned angle tasks, Sec. 5.4.1). One set ``X (n, d)``.
+
+def newton_in_span(X, y, iters: int = 30) -> np.ndarray:
+    """The limit of GD from 0 on l^1, by damped Newton in span coordinates ``w = Q c`` (Thm 5.1).
+
+    Useful where plain GD is slow (ill-conditioned angle tasks, Sec. 5.4.1). *Batched*: a stack
+    ``X (T, n, d)`` of sets is solved set by set, or all at once in R^d when every set has rank d
+    (n >= d, where the limit is the teacher itself and nothing is projected).
     """
-    X = V.array(X, "X", ndim=(2,))
+    X = V.array(X, "X", ndim=(2, 3))
     y = _labels(y, X)
     iters = V.positive_int(iters, "iters")
+    if X.ndim == 3:
+        n, d = X.shape[1:]
+        if n >= d and np.all(np.linalg.matrix_rank(X) == d):
+            return _newton(X, y, iters)
+        return np.stack([newton_in_span(Xt, yt, iters) for Xt, yt in zip(X, y)])
     basis = _span_basis(X)
-    Z = X @ basis.T  # coordinates of the points in the span
-    c = np.zeros(basis.shape[0])
-    for _ in range(iters):
-        p = special.expit(Z @ c)
-        hess = Z.T @ (Z * (p * (1 - p))[:, None])
-        step = np.linalg.lstsq(hess, Z.T @ (p - y), rcond=None)[0]
-        c -= step
-        if np.linalg.norm(step) <= 1e-15 * max(1.0, np.linalg.norm(c)):
-            break
-    return basis.T @ c
+    return basis.T @ _newton((X @ basis.T)[None], y[None], iters)[0]
 
 
 def train_hard_label_student(X, w_teacher, steps: int, lr=None) -> np.ndarray:
@@ -621,6 +650,29 @@ def risk_bound_519(p_fn, n: int, nbeta: int = 2001, tight: bool = False) -> floa
     if pb.shape != beta.shape or not np.all(np.isfinite(pb)):
         raise ValueError("p_fn must map an array of angles to finite values of the same shape")
     return float(np.min(pb + (1 - pb if tight else 1.0) * pc ** n))
+
+
+def lemma_d3_angle(eps: float, w_norm: float) -> float:
+    """Lemma D.3: ``||w - v|| <= eps <= ||w|| / 2`` implies ``alpha(w, v) <= sqrt(2 pi eps / ||w||)``."""
+    eps, w_norm = V.nonnegative(eps, "eps"), V.positive(w_norm, "w_norm")
+    if eps > w_norm / 2:
+        raise ValueError(f"Lemma D.3 needs eps <= ||w|| / 2, got eps={eps} and ||w||={w_norm}")
+    return float(np.sqrt(2 * np.pi * eps / w_norm))
+
+
+def thmD4_bound(p_fn, n: int, eps: float, w_hat_norm: float, nbeta: int = 2001) -> float:
+    """Thm D.4 (approximate distillation): ``min_beta p(beta) + p(pi/2 - delta - beta)^n`` over
+    ``beta in [0, pi/2 - delta]``, with ``delta`` of :func:`lemma_d3_angle` (D.43)."""
+    n, nbeta = V.positive_int(n, "n"), V.positive_int(nbeta, "nbeta")
+    V.callable_(p_fn, "p_fn")
+    delta = lemma_d3_angle(eps, w_hat_norm)
+    if delta > np.pi / 2:
+        return 1.0  # no admissible beta: the statement is empty, and a risk is at most 1
+    beta = np.linspace(0, np.pi / 2 - delta, nbeta)
+    pb, pc = np.asarray(p_fn(beta), float), np.asarray(p_fn(np.pi / 2 - delta - beta), float)
+    if pb.shape != beta.shape or not np.all(np.isfinite(pb)):
+        raise ValueError("p_fn must map an array of angles to finite values of the same shape")
+    return float(np.min(pb + pc ** n))
 
 
 def cor51_bound(gamma: float, n: int) -> float:

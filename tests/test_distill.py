@@ -309,3 +309,76 @@ def test_corollary_bounds_match_their_formulas_at_hand_worked_points():
     assert D.cor52_bound(1.0, 100) == pytest.approx((1 + np.log(100)) / 100, rel=1e-12)
     assert D.cor52_bound(0.5, 16) == pytest.approx((1 + np.log(16) ** 0.5) / 4, rel=1e-12)
     assert D.cor51_bound(0.9, 10) == pytest.approx(0.9 ** 10, rel=1e-12)
+
+
+# ----------------------------------------------------------------------------- Newton limit at n >= d, Lemma D.3, Thm D.4
+def test_newton_batched_full_rank_reaches_the_teacher_and_matches_one_by_one():
+    rng = np.random.default_rng(3)
+    w = rng.standard_normal(6)
+    X = rng.standard_normal((4, 15, 6))
+    y = D.soft_labels(X, w)
+    batched = D.newton_in_span(X, y)
+    np.testing.assert_allclose(batched, np.broadcast_to(w, (4, 6)), atol=1e-10)      # n >= d: w_* itself
+    for t in range(4):
+        np.testing.assert_allclose(D.newton_in_span(X[t], y[t]), batched[t], atol=1e-10)
+    # its gradient vanishes (an independent optimality check, not the closed form)
+    np.testing.assert_allclose(D.ce_grad(batched, X, y), 0, atol=1e-12)
+
+
+def test_newton_batched_n_lt_d_is_set_by_set_projection():
+    rng = np.random.default_rng(4)
+    w = rng.standard_normal(9)
+    X = rng.standard_normal((3, 4, 9))
+    np.testing.assert_allclose(D.newton_in_span(X, D.soft_labels(X, w)), D.span_projection(X, w), atol=1e-11)
+
+
+def test_newton_damping_on_a_far_minimiser():
+    # teacher of norm 12: logits up to ~30, where an undamped Newton step from 0 overshoots;
+    # the damped iteration still reaches w_* (gradient ~0, loss at its minimum 0)
+    rng = np.random.default_rng(5)
+    w = 12 * np.array([1.0, -0.5, 0.25])
+    X = rng.standard_normal((2, 30, 3))
+    y = D.soft_labels(X, w)
+    got = D.newton_in_span(X, y, iters=60)
+    np.testing.assert_allclose(got, np.broadcast_to(w, got.shape), rtol=1e-7)
+    assert np.all(D.ce_loss(got, X, y) < 1e-12)
+
+
+def test_newton_iters_cap_is_respected():
+    rng = np.random.default_rng(6)
+    w = rng.standard_normal(5)
+    X = rng.standard_normal((2, 12, 5))
+    one = D.newton_in_span(X, D.soft_labels(X, w), iters=1)
+    assert np.linalg.norm(one - w) > 1e-6          # one step is not yet the limit
+    with pytest.raises(ValueError, match="iters"):
+        D.newton_in_span(X, D.soft_labels(X, w), iters=0)
+
+
+def test_lemma_d3_angle_value_and_bound_holds():
+    assert D.lemma_d3_angle(0.5, 2.0) == pytest.approx(np.sqrt(np.pi / 2), rel=1e-14)
+    assert D.lemma_d3_angle(0.0, 1.0) == 0.0
+    rng = np.random.default_rng(7)
+    for _ in range(200):               # the lemma's claim, on random pairs inside its assumption
+        w = rng.standard_normal(4)
+        v = w + rng.uniform(0, 0.5) * np.linalg.norm(w) * rng.standard_normal(4) / 2
+        eps = np.linalg.norm(v - w)
+        if eps <= np.linalg.norm(w) / 2:
+            assert D.signed_angle(w, v) <= D.lemma_d3_angle(eps, np.linalg.norm(w)) + 1e-12
+    with pytest.raises(ValueError, match=r"eps <= \|\|w\|\| / 2"):
+        D.lemma_d3_angle(0.6, 1.0)
+    with pytest.raises(ValueError, match="w_norm"):
+        D.lemma_d3_angle(0.1, 0.0)
+
+
+def test_thmD4_bound_by_brute_force_and_limits():
+    p = lambda t: D.reverse_cdf(t, kappa=1.0)
+    n, eps, wn = 5, 0.01, 1.0
+    delta = np.sqrt(2 * np.pi * eps / wn)
+    beta = np.linspace(0, np.pi / 2 - delta, 200001)
+    brute = np.min(p(beta) + p(np.pi / 2 - delta - beta) ** n)
+    assert D.thmD4_bound(p, n, eps, wn) == pytest.approx(brute, abs=1e-5)
+    assert D.thmD4_bound(p, n, 1e-14, wn) == pytest.approx(D.risk_bound_519(p, n), abs=1e-5)
+    assert D.thmD4_bound(p, n, eps, wn) > D.risk_bound_519(p, n)     # approximate students: a weaker bound
+    assert D.thmD4_bound(p, n, 0.5, 1.0) == 1.0                      # delta > pi/2: no admissible beta
+    with pytest.raises(ValueError, match="p_fn"):
+        D.thmD4_bound(lambda t: np.nan * t, n, eps, wn)
