@@ -1,0 +1,590 @@
+"""The optimisation landscape of networks with a wide layer (chapter 10; Nguyen 2019, Ch. 2 and 3).
+
+Part A (thesis Ch. 2): a layer of width ``n >= N`` makes the feature matrix ``F`` (one row per training
+sample) full rank, so a linear read-out fits any labels exactly. :func:`nr_rank` (the Numerical-Recipes
+rank), :func:`random_features`, :func:`exact_fit`, the constructive proof of Thm 2.4.4
+(:func:`triangular_features`), the gradient sandwich of Lemma 2.4.9 (:func:`grad_sandwich`) and a tiny
+CNN for Table 2.2 in miniature (:func:`tiny_cnn`, :func:`train_square`, :func:`cnn_feature_ranks`).
+
+Part B (thesis Ch. 3): the explicit path of Thm 3.4.9 between two leaky-ReLU networks inside a sublevel
+set (:func:`sublevel_path`), the rank repair of Lemmas 3.4.10/3.4.14 (:func:`rank_repair_path`) and the
+descent path of Thm 3.4.17(1) (:func:`descent_path`).
+
+Conventions: a network is a list of ``(W, b)`` pairs of float64 arrays with ``W`` of shape
+``(d_out, d_in)``, as everywhere in the book (``lib.nets``): ``x -> W_L s(... s(W_1 x + b_1) ...) + b_L``.
+The thesis writes ``W_l`` of shape ``(n_{l-1}, n_l)`` and ``F_l = s(F_{l-1} W_l + 1 b_l^T)``: its ``W_l``
+is the transpose of ours. Stacked over the samples, ``F_l = s(F_{l-1} W_l^T + b_l)`` here.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import torch
+
+from lib import validate as V
+from lib.nets import as_float64_params
+
+ACTIVATIONS = ("sigmoid", "tanh", "softplus", "leaky_relu", "relu", "linear")
+
+
+# ---------------------------------------------------------------------------------------------
+# data and ranks
+
+def nr_rank(A) -> tuple[int, np.ndarray]:
+    """Numerical rank of a matrix by the Numerical-Recipes rule (§2.6.1): the number of singular
+    values above ``0.5 * sqrt(m + n + 1) * s_max * eps`` (float64 ``eps``). Returns ``(rank, svals)``
+    with the singular values in decreasing order."""
+    A = V.array(A, "A", ndim=2)
+    s = np.linalg.svd(A, compute_uv=False)
+    m, n = A.shape
+    threshold = 0.5 * math.sqrt(m + n + 1.0) * s[0] * np.finfo(np.float64).eps
+    return int(np.sum(s > threshold)), s
+
+
+def digits_data(n: int, noise_std: float = math.sqrt(1e-5), seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` scikit-learn digits (8x8, pixels scaled to [0, 1], a random subset drawn with ``seed``) with
+    Gaussian noise of standard deviation ``noise_std`` added (Assumption 2.4.1: the border pixels of
+    the digits are constant, so without noise the samples' patches are not distinct). Returns ``(X, y)``."""
+    from sklearn.datasets import load_digits
+
+    n = V.positive_int(n, "n", max=1797)
+    noise_std = V.nonnegative(noise_std, "noise_std")
+    rng = np.random.default_rng(V.seed(seed))
+    data = load_digits()
+    idx = rng.permutation(len(data.target))[:n]
+    X = data.data[idx] / 16.0
+    return X + noise_std * rng.standard_normal(X.shape), data.target[idx].astype(np.int64)
+
+
+def gaussian_points(N: int, d: int, seed: int = 0) -> np.ndarray:
+    """``N`` standard Gaussian points in ``R^d`` (float64, shape ``(N, d)``)."""
+    N, d = V.positive_int(N, "N"), V.positive_int(d, "d")
+    return np.random.default_rng(V.seed(seed)).standard_normal((N, d))
+
+
+def random_labels(N: int, m: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """``N`` uniformly random labels in ``0..m-1`` and their one-hot matrix: ``(y, Y)``."""
+    N, m = V.positive_int(N, "N"), V.positive_int(m, "m")
+    y = np.random.default_rng(V.seed(seed)).integers(0, m, N)
+    return y, np.eye(m)[y]
+
+
+def activate(Z, activation: str, alpha: float = 0.1) -> np.ndarray:
+    """An activation applied entrywise (float64): one of :data:`ACTIVATIONS`; ``alpha`` is the
+    leaky-ReLU slope (used only by ``"leaky_relu"``)."""
+    Z = V.array(Z, "Z", nonempty=False)
+    V.choice(activation, "activation", ACTIVATIONS)
+    alpha = V.real(alpha, "alpha", min=0.0, min_open=True, max=1.0, max_open=True)
+    return _act(Z, activation, alpha)
+
+
+def _act(Z, activation, alpha=0.1):
+    if activation == "sigmoid":
+        return 0.5 * (1.0 + np.tanh(0.5 * Z))
+    if activation == "tanh":
+        return np.tanh(Z)
+    if activation == "softplus":
+        return np.logaddexp(0.0, Z)
+    if activation == "leaky_relu":
+        return np.where(Z >= 0, Z, alpha * Z)
+    if activation == "relu":
+        return np.maximum(Z, 0.0)
+    return Z
+
+
+def random_features(X, width: int, activation: str, seed: int = 0, alpha: float = 0.1) -> np.ndarray:
+    """The feature matrix ``F = s(X W^T + b)`` (shape ``(N, width)``) of one random layer: ``W`` and
+    ``b`` i.i.d. standard Gaussian, ``W`` scaled by ``1/sqrt(d)`` so pre-activations are of order 1."""
+    X = V.array(X, "X", ndim=2)
+    width = V.positive_int(width, "width")
+    V.choice(activation, "activation", ACTIVATIONS)
+    alpha = V.real(alpha, "alpha", min=0.0, min_open=True, max=1.0, max_open=True)
+    rng = np.random.default_rng(V.seed(seed))
+    W = rng.standard_normal((width, X.shape[1])) / math.sqrt(X.shape[1])
+    b = rng.standard_normal(width)
+    return _act(X @ W.T + b, activation, alpha)
+
+
+def exact_fit(F, Y) -> tuple[np.ndarray, float]:
+    """Least-squares read-out ``lam = argmin ||F lam - Y||_F`` (minimum norm, LAPACK gelsd) and the
+    relative residual ``||F lam - Y||_F / ||Y||_F`` (Cor. 2.4.6: 0 when ``rank F = N``)."""
+    F = V.array(F, "F", ndim=2)
+    Y = V.array(Y, "Y", ndim=2, shape=(F.shape[0], None))
+    lam = np.linalg.lstsq(F, Y, rcond=None)[0]
+    return lam, float(np.linalg.norm(F @ lam - Y) / np.linalg.norm(Y))
+
+
+# ---------------------------------------------------------------------------------------------
+# Thm 2.4.4: the constructive proof
+
+def triangular_features(X, a, scale: float, beta: float = 1.0, activation: str = "relu") -> tuple[np.ndarray, np.ndarray]:
+    """The matrix ``A(scale)`` of the proof of Thm 2.4.4 (eq. 2.10): one unit per sample ``j``, with
+    weight ``w = -scale * a`` and bias ``scale * <a, x_j> + beta``, so that
+    ``A_ij = s(scale * <a, x_j - x_i> + beta)``, after sorting the samples by ``<a, x_i>`` (the greedy
+    order 2.11). As ``scale -> +inf`` the entries below the diagonal tend to ``s(-inf) = 0`` and the
+    diagonal is ``s(beta)``, so ``det A -> s(beta)^N`` (2.13). Returns ``(A, order)``, ``order`` the
+    sample order used (its rows and columns)."""
+    X = V.array(X, "X", ndim=2)
+    a = V.array(a, "a", shape=(X.shape[1],))
+    scale = V.real(scale, "scale")
+    beta = V.real(beta, "beta")
+    V.choice(activation, "activation", ("relu", "sigmoid", "softplus"))
+    p = X @ a
+    if len(np.unique(p)) < len(p):
+        raise V.ArgumentValueError("a: the projections <a, x_i> must be pairwise distinct (pick another direction)")
+    order = np.argsort(p)
+    p = p[order]
+    return _act(scale * (p[None, :] - p[:, None]) + beta, activation), order
+
+
+# ---------------------------------------------------------------------------------------------
+# Lemma 2.4.9: the gradient sandwich (fully connected sigmoid net, square loss 1/2 ||F_L - Y||^2)
+
+def grad_sandwich(params, X, Y, k: int) -> tuple[float, float, float]:
+    """Lemma 2.4.9 for a fully connected sigmoid network (linear output) and the square loss
+    ``Phi = 1/2 ||F_L - Y||_F^2`` (a sum, as in the thesis): returns ``(lower, grad, upper)`` with
+    ``grad = ||dPhi/dW_{k+1}||_F`` by autograd and
+
+        lower = s_min(F_k) * prod_{l=k+1}^{L-1} s_min(W_{l+1}) * min|s'(G_l)| * ||F_L - Y||_F,
+        upper = s_max(F_k) * prod_{l=k+1}^{L-1} s_max(W_{l+1}) * max|s'(G_l)| * ||F_L - Y||_F,
+
+    ``k`` the hidden layer (1-based) with ``n_k >= N`` and widths non-increasing above it (Assumption
+    2.4.7); ``s_min`` of an ``(N, n_k)`` or ``(n_{l+1}, n_l)`` matrix is its smallest of min(shape)
+    singular values."""
+    params = as_float64_params(params)
+    X = V.array(X, "X", ndim=2, shape=(None, params[0][0].shape[1]))
+    Y = V.array(Y, "Y", ndim=2, shape=(X.shape[0], params[-1][0].shape[0]))
+    L = len(params)
+    k = V.integer(k, "k", min=1, max=L - 1)
+    widths = [W.shape[0] for W, _ in params]
+    if widths[k - 1] < X.shape[0]:
+        raise V.ArgumentValueError(f"k: layer {k} has {widths[k - 1]} units, fewer than N = {X.shape[0]} "
+                                   "(Lemma 2.4.9 needs n_k >= N)")
+    if any(widths[l] > widths[l - 1] for l in range(k, L)):
+        raise V.ArgumentValueError(f"params: the widths above layer {k} must be non-increasing, got {widths}")
+    Ws = [torch.tensor(W, requires_grad=True) for W, _ in params]
+    bs = [torch.tensor(b) for _, b in params]
+    Z = torch.tensor(X)
+    feats, pre = [], []
+    for l in range(L - 1):
+        G = Z @ Ws[l].T + bs[l]
+        pre.append(G.detach().numpy())
+        Z = torch.sigmoid(G)
+        feats.append(Z.detach().numpy())
+    out = Z @ Ws[-1].T + bs[-1]
+    loss = 0.5 * ((out - torch.tensor(Y)) ** 2).sum()
+    loss.backward()
+    grad = float(torch.linalg.norm(Ws[k].grad))
+    res = float(torch.linalg.norm(out.detach() - torch.tensor(Y)))
+    s = np.linalg.svd(feats[k - 1], compute_uv=False)
+    lower, upper = s[-1] if s.size >= X.shape[0] else 0.0, s[0]
+    for l in range(k + 1, L):  # l = k+1 .. L-1 (1-based hidden layers above k)
+        sig = 1.0 / (1.0 + np.exp(-pre[l - 1]))
+        dsig = sig * (1.0 - sig)
+        sw = np.linalg.svd(params[l][0], compute_uv=False)
+        lower *= sw[-1] * dsig.min()
+        upper *= sw[0] * dsig.max()
+    return float(lower * res), grad, float(upper * res)
+
+
+# ---------------------------------------------------------------------------------------------
+# Table 2.2 in miniature: a tiny CNN (conv 3x3 -> max-pool 2 -> conv 2x2 -> FC), sigmoid
+
+def tiny_cnn(T1: int, seed: int = 0, T3: int = 20, n_out: int = 10, side: int = 8) -> torch.nn.Sequential:
+    """The mini CNN of Table 2.2 for ``side x side`` one-channel images (float64): conv 3x3 with ``T1``
+    filters (no padding: ``(side-2)^2 * T1`` units, layer 1), max-pool 2 (layer 2), conv 2x2 with
+    ``T3`` filters (layer 3), sigmoid after each conv, a linear output layer of ``n_out`` units."""
+    T1, T3, n_out = V.positive_int(T1, "T1"), V.positive_int(T3, "T3"), V.positive_int(n_out, "n_out")
+    side = V.integer(side, "side", min=6)
+    torch.manual_seed(V.seed(seed))
+    after_pool = (side - 2) // 2
+    return torch.nn.Sequential(
+        torch.nn.Conv2d(1, T1, 3), torch.nn.Sigmoid(), torch.nn.MaxPool2d(2),
+        torch.nn.Conv2d(T1, T3, 2), torch.nn.Sigmoid(), torch.nn.Flatten(),
+        torch.nn.Linear(T3 * (after_pool - 1) ** 2, n_out)).double()
+
+
+def cnn_feature_ranks(model: torch.nn.Sequential, X) -> dict:
+    """NR rank and smallest singular value of the CNN's feature matrices ``F_1`` (after the first conv)
+    and ``F_3`` (after the second conv), ``X`` of shape ``(N, side*side)``."""
+    V.instance(model, "model", torch.nn.Sequential)
+    X = V.array(X, "X", ndim=2)
+    side = int(round(math.sqrt(X.shape[1])))
+    if side * side != X.shape[1]:
+        raise V.ArgumentValueError(f"X: rows must be square images, got {X.shape[1]} pixels")
+    out = {}
+    with torch.no_grad():
+        Z = torch.tensor(X).reshape(-1, 1, side, side)
+        F1 = model[1](model[0](Z))
+        F3 = model[4](model[3](model[2](F1)))
+    for name, F in (("F1", F1), ("F3", F3)):
+        r, s = nr_rank(F.reshape(len(X), -1).numpy())
+        out[name] = {"rank": r, "size": int(F[0].numel()), "sigma_min": float(s[min(len(X), s.size) - 1])}
+    return out
+
+
+def train_square(model: torch.nn.Module, X, Y, steps: int, lr: float = 3e-3) -> list:
+    """Full-batch Adam on the mean square loss ``||f(X) - Y||^2 / (2N)`` with a cosine learning-rate
+    decay, float64; returns the loss per step. ``X``: ``(N, side*side)`` images for a CNN made by
+    :func:`tiny_cnn` or ``(N, d)`` vectors for any other module."""
+    V.instance(model, "model", torch.nn.Module)
+    X = V.array(X, "X", ndim=2)
+    Y = V.array(Y, "Y", ndim=2, shape=(X.shape[0], None))
+    steps, lr = V.positive_int(steps, "steps"), V.positive(lr, "lr")
+    Xt = torch.tensor(X)
+    if isinstance(model, torch.nn.Sequential) and isinstance(model[0], torch.nn.Conv2d):
+        side = int(round(math.sqrt(X.shape[1])))
+        Xt = Xt.reshape(-1, 1, side, side)
+    Yt = torch.tensor(Y)
+    opt = torch.optim.Adam(model.parameters(), lr=lr)
+    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
+    hist = []
+    for step in range(steps):
+        opt.zero_grad()
+        loss = 0.5 * ((model(Xt) - Yt) ** 2).sum() / len(X)
+        loss.backward()
+        opt.step()
+        sched.step()
+        hist.append(float(loss.detach()))
+        V.finite_loss(hist[-1], step, lr)
+    return hist
+
+
+# ---------------------------------------------------------------------------------------------
+# Part B: leaky-ReLU networks, cross-entropy
+
+def _slope(alpha) -> float:
+    return V.real(alpha, "alpha (leaky-ReLU slope)", min=0.0, min_open=True, max=1.0, max_open=True)
+
+
+def _leaky(Z, alpha):
+    return np.where(Z >= 0, Z, alpha * Z)
+
+
+def _leaky_inv(Z, alpha):
+    return np.where(Z >= 0, Z, Z / alpha)
+
+
+def _outputs(params, X, alpha):
+    """Post-activation outputs of every layer ``[F_1, ..., F_{L-1}, F_L]`` (F_L linear) and the
+    hidden pre-activations ``[G_1, ..., G_{L-1}]``."""
+    Z, feats, pre = X, [], []
+    for W, b in params[:-1]:
+        G = Z @ W.T + b
+        pre.append(G)
+        Z = _leaky(G, alpha)
+        feats.append(Z)
+    W, b = params[-1]
+    feats.append(Z @ W.T + b)
+    return feats, pre
+
+
+def layer_outputs(params, X, alpha: float = 0.2) -> list:
+    """The outputs ``[F_1, ..., F_{L-1}, F_L]`` of every layer of a leaky-ReLU network on ``X`` (hidden
+    layers after the activation, the last one linear), float64."""
+    params = as_float64_params(params)
+    X = V.array(X, "X", ndim=2, shape=(None, params[0][0].shape[1]))
+    return _outputs(params, X, _slope(alpha))[0]
+
+
+def _ce(out, y):
+    out = out - out.max(axis=1, keepdims=True)
+    lse = np.log(np.exp(out).sum(axis=1))
+    return float(np.mean(lse - out[np.arange(len(y)), y]))
+
+
+def cross_entropy_loss(params, X, y, alpha: float = 0.2) -> float:
+    """Mean cross-entropy (1.1) of a leaky-ReLU network (slope ``alpha``) on ``(X, y)``, float64."""
+    params = as_float64_params(params)
+    X = V.array(X, "X", ndim=2, shape=(None, params[0][0].shape[1]))
+    y = np.asarray(V.labels(y, "y", params[-1][0].shape[0], n=X.shape[0]), dtype=np.int64)
+    return _ce(_outputs(params, X, _slope(alpha))[0][-1], y)
+
+
+def init_net(widths, seed: int = 0) -> list:
+    """A random network of the given widths ``[d, n_1, ..., n_L]`` (He normal weights, zero biases),
+    as a list of float64 ``(W, b)`` pairs."""
+    widths = [V.positive_int(w, "widths") for w in V.sequence(widths, "widths", min_len=2)]
+    rng = np.random.default_rng(V.seed(seed))
+    return [(rng.standard_normal((o, i)) * math.sqrt(2.0 / i), np.zeros(o)) for i, o in zip(widths, widths[1:])]
+
+
+def train_ce_gd(params, X, y, alpha: float = 0.2, lr: float = 0.5, steps: int = 300) -> tuple[list, list]:
+    """Full-batch gradient descent on the mean cross-entropy of a leaky-ReLU network, float64 (torch
+    autograd). Returns ``(trained params, loss per step)``."""
+    params = as_float64_params(params)
+    X = V.array(X, "X", ndim=2, shape=(None, params[0][0].shape[1]))
+    y = np.asarray(V.labels(y, "y", params[-1][0].shape[0], n=X.shape[0]), dtype=np.int64)
+    alpha, lr, steps = _slope(alpha), V.positive(lr, "lr"), V.positive_int(steps, "steps")
+    ts = [torch.tensor(p, requires_grad=True) for layer in params for p in layer]
+    Xt, yt = torch.tensor(X), torch.tensor(y)
+    hist = []
+    for step in range(steps):
+        Z = Xt
+        for l in range(0, len(ts) - 2, 2):
+            Z = torch.nn.functional.leaky_relu(Z @ ts[l].T + ts[l + 1], alpha)
+        loss = torch.nn.functional.cross_entropy(Z @ ts[-2].T + ts[-1], yt)
+        grads = torch.autograd.grad(loss, ts)
+        with torch.no_grad():
+            for t, g in zip(ts, grads):
+                t -= lr * g
+        hist.append(float(loss.detach()))
+        V.finite_loss(hist[-1], step, lr)
+    out = [t.detach().numpy().copy() for t in ts]
+    return [(out[i], out[i + 1]) for i in range(0, len(out), 2)], hist
+
+
+def gradient_norm(params, X, y, alpha: float = 0.2) -> float:
+    """Euclidean norm of the gradient of the mean cross-entropy with respect to all weights and
+    biases of a leaky-ReLU network (torch autograd, float64)."""
+    params = as_float64_params(params)
+    X = V.array(X, "X", ndim=2, shape=(None, params[0][0].shape[1]))
+    y = np.asarray(V.labels(y, "y", params[-1][0].shape[0], n=X.shape[0]), dtype=np.int64)
+    alpha = _slope(alpha)
+    ts = [torch.tensor(p, requires_grad=True) for layer in params for p in layer]
+    Z = torch.tensor(X)
+    for l in range(0, len(ts) - 2, 2):
+        Z = torch.nn.functional.leaky_relu(Z @ ts[l].T + ts[l + 1], alpha)
+    loss = torch.nn.functional.cross_entropy(Z @ ts[-2].T + ts[-1], torch.tensor(y))
+    return float(torch.sqrt(sum((g ** 2).sum() for g in torch.autograd.grad(loss, ts))))
+
+
+def straight_line_losses(params_a, params_b, X, y, alpha: float = 0.2, n_points: int = 101) -> np.ndarray:
+    """The loss along the straight segment ``(1 - t) * params_a + t * params_b`` at ``n_points``
+    equally spaced ``t`` in [0, 1]."""
+    params_a, params_b = as_float64_params(params_a, "params_a"), as_float64_params(params_b, "params_b")
+    _same_shapes(params_a, params_b)
+    n_points = V.integer(n_points, "n_points", min=2)
+    return np.array([cross_entropy_loss([((1 - t) * Wa + t * Wb, (1 - t) * ba + t * bb)
+                                         for (Wa, ba), (Wb, bb) in zip(params_a, params_b)], X, y, alpha)
+                     for t in np.linspace(0.0, 1.0, n_points)])
+
+
+def _same_shapes(params_a, params_b):
+    sa = [W.shape for W, _ in params_a]
+    sb = [W.shape for W, _ in params_b]
+    if sa != sb:
+        raise V.ArgumentValueError(f"params_b must have the same layer shapes as params_a: {sa} vs {sb}")
+
+
+def yhat_scale(m: int, target: float) -> float:
+    """The smallest scale ``s`` with ``phi(s * onehot) = log(1 + (m - 1) e^{-s}) <= target`` (the
+    cross-entropy of the scaled one-hot targets, for every sample alike): eq. (3.8) for CE."""
+    m = V.integer(m, "m", min=2)
+    target = V.positive(target, "target")
+    return float(max(0.0, math.log((m - 1) / math.expm1(target))))
+
+
+def _h(layers, A, X1pinv, alpha, kernels=None, w=0.0):
+    """The map ``h`` of Lemma 3.4.6 (k = L): the first layer ``(W_1, b_1)`` that makes the network with
+    layers 2..L fixed to ``layers`` output ``A`` on the data, plus ``w`` times the kernel parts
+    ``kernels = [K_0, K_1, ..., K_{L-2}]`` (stage A of the path, ``w = 1 - lambda``)."""
+    B = A
+    for i in range(len(layers) - 1, -1, -1):  # layers[i] is layer i+2; B becomes B_{i+1}
+        W, b = layers[i]
+        pre = B if i == len(layers) - 1 else _leaky_inv(B, alpha)
+        B = (pre - b) @ np.linalg.pinv(W.T)
+        if kernels is not None and w != 0.0:
+            B = B + w * kernels[i + 1]
+    U = X1pinv @ _leaky_inv(B, alpha)
+    if kernels is not None and w != 0.0:
+        U = U + w * kernels[0]
+    return U[:-1].T.copy(), U[-1].copy()
+
+
+def _kernels(params, X, X1pinv, alpha):
+    """Kernel parts of stage A: ``K_{l-1} = F_{l-1} - (s^{-1}(F_l) - b_l) pinv(W_l^T)`` for l = 2..L
+    (``s^{-1}`` = identity at the output) and ``K_0 = [W_1; b_1^T] - pinv([X, 1]) G_1``."""
+    feats, pre = _outputs(params, X, alpha)
+    L = len(params)
+    ks = [None] * L
+    for l in range(2, L + 1):  # 1-based layer l: input F_{l-1} = feats[l-2], output pre-activation
+        W, b = params[l - 1]
+        G = feats[-1] if l == L else pre[l - 1]
+        ks[l - 1] = feats[l - 2] - (G - b) @ np.linalg.pinv(W.T)
+    W1, b1 = params[0]
+    ks[0] = np.vstack([W1.T, b1[None, :]]) - X1pinv @ pre[0]
+    return ks, feats[-1]
+
+
+def _check_path_inputs(params_a, params_b, X, y, alpha):
+    params_a, params_b = as_float64_params(params_a, "params_a"), as_float64_params(params_b, "params_b")
+    _same_shapes(params_a, params_b)
+    alpha = _slope(alpha)
+    if alpha <= 0:  # pragma: no cover  (the slope validation already refuses it)
+        raise V.ArgumentValueError("alpha must be > 0")
+    widths = [W.shape[0] for W, _ in params_a]
+    if len(widths) < 2 or any(w1 <= w2 for w1, w2 in zip(widths, widths[1:])):
+        raise V.ArgumentValueError(f"params_a: the widths n_1 > n_2 > ... > n_L must be strictly decreasing "
+                                   f"(Thm 3.4.9), got {widths}")
+    X = V.array(X, "X", ndim=2, shape=(None, params_a[0][0].shape[1]))
+    N = X.shape[0]
+    y = np.asarray(V.labels(y, "y", widths[-1], n=N), dtype=np.int64)
+    rank = nr_rank(X)[0]
+    if rank < N:
+        raise V.ArgumentValueError(f"X: rank X = {rank} < N = {N}; Thm 3.4.9 needs linearly independent "
+                                   "samples (N <= d)")
+    for name, params in (("params_a", params_a), ("params_b", params_b)):
+        for l, (W, _) in enumerate(params[1:], start=2):
+            if nr_rank(W)[0] < W.shape[0]:
+                raise V.ArgumentValueError(f"{name}: W_{l} is rank deficient (Property 3.4.5 fails); repair it "
+                                           "first (Lemma 3.4.7)")
+    return params_a, params_b, X, y, alpha
+
+
+def sublevel_path_with_info(params_a, params_b, X, y, alpha: float = 0.2, points_per_stage: int = 50):
+    """:func:`sublevel_path` and what the construction used: returns ``(path, info)``, ``info`` a dict
+    with ``stage`` (per path point: "A", "B", "C1", "C2", "A'"), ``s`` (the scale of
+    ``Yhat = s * onehot(y)``), ``phi_yhat`` (its loss) and ``min_sv`` (the smallest singular value of
+    any ``W_l``, l >= 2, along stage B)."""
+    params_a, params_b, X, y, alpha = _check_path_inputs(params_a, params_b, X, y, alpha)
+    n = V.integer(points_per_stage, "points_per_stage", min=2)
+    N, m = X.shape[0], params_a[-1][0].shape[0]
+    X1pinv = np.linalg.pinv(np.hstack([X, np.ones((N, 1))]))
+    Ka, Fa = _kernels(params_a, X, X1pinv, alpha)
+    Kb, Fb = _kernels(params_b, X, X1pinv, alpha)
+    loss_a, loss_b = _ce(Fa, y), _ce(Fb, y)
+    s = yhat_scale(m, 0.5 * min(loss_a, loss_b))
+    Yhat = s * np.eye(m)[y]
+    lams = np.linspace(0.0, 1.0, n)
+    la, lb = params_a[1:], params_b[1:]
+
+    def net(first, layers):
+        return [first] + [(W.copy(), b.copy()) for W, b in layers]
+
+    stage_a = [net(_h(la, Fa, X1pinv, alpha, Ka, 1.0 - t), la) for t in lams]
+    stage_a[0] = [(W.copy(), b.copy()) for W, b in params_a]
+    stage_b, min_sv = [], np.inf
+    for t in lams:
+        layers = [((1 - t) * Wa + t * Wb, (1 - t) * ba + t * bb) for (Wa, ba), (Wb, bb) in zip(la, lb)]
+        min_sv = min(min_sv, min(np.linalg.svd(W, compute_uv=False)[-1] for W, _ in layers))
+        stage_b.append(net(_h(layers, Fa, X1pinv, alpha), layers))
+    stage_c1 = [net(_h(lb, (1 - t) * Fa + t * Yhat, X1pinv, alpha), lb) for t in lams]
+    stage_c2 = [net(_h(lb, (1 - t) * Fb + t * Yhat, X1pinv, alpha), lb) for t in lams][::-1]
+    stage_a2 = [net(_h(lb, Fb, X1pinv, alpha, Kb, 1.0 - t), lb) for t in lams]
+    stage_a2[0] = [(W.copy(), b.copy()) for W, b in params_b]
+    stage_a2 = stage_a2[::-1]
+    path, stage = list(stage_a), ["A"] * n
+    for name, part in (("B", stage_b), ("C1", stage_c1), ("C2", stage_c2), ("A'", stage_a2)):
+        path += part[1:]  # each stage starts where the previous one ended
+        stage += [name] * (n - 1)
+    return path, {"stage": stage, "s": s, "phi_yhat": _ce(Yhat, y), "min_sv": float(min_sv)}
+
+
+def sublevel_path(params_a, params_b, X, y, alpha: float = 0.2, points_per_stage: int = 50) -> list:
+    """The path of Theorem 3.4.9 between two leaky-ReLU networks inside the sublevel set of the larger
+    endpoint loss (mean cross-entropy).
+
+    ``params_a``, ``params_b``: networks with the same strictly decreasing widths ``n_1 > ... > n_L``
+    (``n_L = m`` classes), lists of float64 ``(W, b)`` pairs with ``W`` of shape ``(d_out, d_in)`` (the
+    book's convention; the thesis' ``W_l`` is our ``W.T``), leaky-ReLU slope ``alpha`` in (0, 1);
+    ``X`` of shape ``(N, d)`` with rank N; ``y`` labels in ``0..m-1``. Every ``W_l``, ``l >= 2``, must
+    have full rank (Property 3.4.5; trained or random networks have it almost surely).
+
+    Stages (``points_per_stage`` points each, junctions shared):
+      A:  only ``(W_1, b_1)`` moves, to ``h(theta_{2..L}, F_L)`` (Lemma 3.4.6, made explicit: the
+          pre-images plus ``(1 - lambda)`` times their kernel parts); the output ``F_L`` is constant.
+      B:  layers 2..L move on straight lines to those of ``params_b`` (full rank along the way, Prop.
+          3.4.8), the first layer following as ``h(., F_L)``; the output stays ``F_L``.
+      C1: the output moves on a straight line from ``F_L`` to ``Yhat = s * onehot(y)``, with ``s``
+          chosen so that ``phi(Yhat) = min(endpoint losses) / 2``: by convexity the loss stays below
+          the start's.
+      C2, A': the same two stages from ``params_b``, run backwards.
+    Returns the list of networks, from a copy of ``params_a`` to a copy of ``params_b``. ValueError
+    when the assumptions fail (widths not decreasing, rank X < N, alpha <= 0, a rank-deficient W_l).
+    """
+    return sublevel_path_with_info(params_a, params_b, X, y, alpha, points_per_stage)[0]
+
+
+# ---------------------------------------------------------------------------------------------
+# Lemmas 3.4.10 / 3.4.14: rank repair; Thm 3.4.17(1): the descent path
+
+def _independent_columns(F):
+    """A maximal set ``I`` of linearly independent columns of ``F`` (QR with column pivoting, NR rank)
+    and the coefficients ``E`` with ``F[:, rest] = F[:, I] @ E``."""
+    from scipy.linalg import qr
+
+    r = nr_rank(F)[0]
+    piv = qr(F, pivoting=True, mode="r")[1]
+    I, rest = np.sort(piv[:r]), np.sort(piv[r:])
+    E = np.linalg.lstsq(F[:, I], F[:, rest], rcond=None)[0]
+    return I, rest, E
+
+
+def rank_repair_path(X, W, b, Vout, alpha: float = 0.2, seed: int = 0, points_per_stage: int = 20) -> list:
+    """Lemma 3.4.14: from a hidden layer ``F = s(X W^T + b)`` (``W``: ``(n, d)``, ``n >= N``, ``s``
+    leaky ReLU) with ``rank F < N`` and its read-out ``Vout`` (``(p, n)``, output ``Z = F Vout^T``), a path
+    of triples ``(W, b, Vout)`` along which ``Z`` is unchanged and at whose end ``rank F = N``.
+
+    First the read-out moves (Lemma 3.4.10): with ``I`` a maximal set of independent columns of ``F``
+    and ``F[:, rest] = F[:, I] E``, the columns of ``Vout`` of the units in ``rest`` are moved onto
+    those in ``I`` (``Vout_I + lambda * Vout_rest E^T``, ``(1 - lambda) * Vout_rest``), after which
+    ``Z`` does not depend on the units in ``rest``. Then those units are moved, one at a time, on a
+    straight line to a random new weight and bias (Lemma 3.4.11: almost surely each raises the rank
+    by one) until ``rank F = N``. Returns the list of triples (``points_per_stage`` per move)."""
+    X = V.array(X, "X", ndim=2)
+    W = V.array(W, "W", ndim=2, shape=(None, X.shape[1]))
+    b = V.array(b, "b", shape=(W.shape[0],))
+    Vout = V.array(Vout, "Vout", ndim=2, shape=(None, W.shape[0]))
+    alpha = _slope(alpha)
+    n_pts = V.integer(points_per_stage, "points_per_stage", min=2)
+    rng = np.random.default_rng(V.seed(seed))
+    N, n = X.shape[0], W.shape[0]
+    if n < N:
+        raise V.ArgumentValueError(f"W: the layer has {n} units, fewer than N = {N} (Lemma 3.4.14 needs n >= N)")
+    if len({tuple(row) for row in X}) < N:
+        raise V.ArgumentValueError("X: the samples must be distinct (Assumption 3.4.4)")
+    F = _leaky(X @ W.T + b, alpha)
+    path = [(W.copy(), b.copy(), Vout.copy())]
+    if nr_rank(F)[0] == N:
+        return path
+    I, rest, E = _independent_columns(F)
+    for t in np.linspace(0.0, 1.0, n_pts)[1:]:
+        Vt = Vout.copy()
+        Vt[:, I] = Vout[:, I] + t * Vout[:, rest] @ E.T
+        Vt[:, rest] = (1 - t) * Vout[:, rest]
+        path.append((W.copy(), b.copy(), Vt))
+    Wc, bc, Vc = path[-1]
+    Vc[:, rest] = 0.0  # exactly zero at lambda = 1
+    scale = np.linalg.norm(W, axis=1).mean() or 1.0
+    for j in rest:
+        if nr_rank(_leaky(X @ Wc.T + bc, alpha))[0] == N:
+            break
+        w_new, b_new = rng.standard_normal(X.shape[1]) * scale, rng.standard_normal() * (np.abs(b).mean() + 1.0)
+        w_old, b_old = Wc[j].copy(), bc[j]
+        for t in np.linspace(0.0, 1.0, n_pts)[1:]:
+            Wc, bc = Wc.copy(), bc.copy()
+            Wc[j], bc[j] = (1 - t) * w_old + t * w_new, (1 - t) * b_old + t * b_new
+            path.append((Wc, bc, Vc))
+    return path
+
+
+def descent_path(params, X, y, alpha: float = 0.2, target: float = 1e-3, n_points: int = 51) -> tuple[list, float]:
+    """Thm 3.4.17(1): from a network whose last hidden layer has ``rank F_{L-1} = N``, the segment
+    ``W_L(lambda) = (1 - lambda) W_L + lambda W_L*`` with ``F_{L-1} W_L*^T + b_L = Yhat = s * onehot(y)``.
+    The loss ``phi((1 - lambda) F_L + lambda Yhat)`` is convex in lambda; ``s`` is the larger of the
+    scale reaching loss ``target`` and ``2 max|F_L|``, which makes its derivative at lambda = 1
+    non-positive, so the loss is non-increasing all the way. Returns ``(networks, s)``."""
+    params = as_float64_params(params)
+    X = V.array(X, "X", ndim=2, shape=(None, params[0][0].shape[1]))
+    m = params[-1][0].shape[0]
+    y = np.asarray(V.labels(y, "y", m, n=X.shape[0]), dtype=np.int64)
+    alpha, target = _slope(alpha), V.positive(target, "target")
+    n_points = V.integer(n_points, "n_points", min=2)
+    if m < 2:
+        raise V.ArgumentValueError("params: the output layer needs at least 2 classes")
+    feats, _ = _outputs(params, X, alpha)
+    F, out = feats[-2], feats[-1]
+    rank = nr_rank(F)[0]
+    if rank < X.shape[0]:
+        raise V.ArgumentValueError(f"params: rank F_(L-1) = {rank} < N = {X.shape[0]}; repair it first "
+                                   "(rank_repair_path, Lemma 3.4.14)")
+    s = max(yhat_scale(m, target), 2.0 * float(np.abs(out).max()))
+    WL, bL = params[-1]
+    W_star = np.linalg.lstsq(F, s * np.eye(m)[y] - bL, rcond=None)[0].T
+    nets = []
+    for t in np.linspace(0.0, 1.0, n_points):
+        nets.append([(W.copy(), b.copy()) for W, b in params[:-1]] + [((1 - t) * WL + t * W_star, bL.copy())])
+    return nets, s
