@@ -403,3 +403,47 @@ def test_restarts_keep_the_run_that_met_its_target():
     M = mae.bivariate_gaussian_mi(0.9)
     obj = mae.training_objective(model, [M, M], n_samples=50_000, seed=3)
     assert mae.best_of_restarts(obj, 2).tolist() == [1]
+
+
+# ----------------------------------------------------------------------------- Fig. 4.2: encoder vs posterior
+def test_encoder_posterior_kl_gaussian_encoder_is_the_elbo_gap():
+    # k = 1: E_x KL(q(z|x) || p(z|x)) on the grid = log p(x) - ELBO of finite_exact (Gauss-Hermite), an
+    # independent computation; a trained-looking encoder (means spread, variances small) keeps it non-trivial
+    model, *_ = _sharp_finite_model()
+    with torch.no_grad():
+        model.enc_mu.copy_(torch.linspace(-1.2, 1.2, 10)[None])
+        model.enc_logvar.fill_(math.log(0.09))
+    ex = mae.finite_exact(model)
+    out = mae.encoder_posterior_kl(model)
+    gap = ex["ll"] - ex["elbo"]
+    assert gap[0] > 0.05
+    assert out["kl"].shape == (1,) and abs(out["kl"][0] - gap[0]) < 1e-3 * max(1.0, gap[0]), (out["kl"], gap)
+    dz = float(out["z"][1] - out["z"][0])
+    assert np.allclose(out["q"].sum(-1) * dz, 1.0) and np.allclose(out["posterior"].sum(-1) * dz, 1.0)
+    assert np.allclose(out["posterior"], ex["posterior"], atol=1e-6)
+
+
+def test_encoder_posterior_kl_resampling_encoder_density():
+    # k > 1: the grid density q_EW is the law of one SIR draw (its mean and sd match sir_sample, a second
+    # algorithm), and more proposals bring it closer to the posterior (k = 1 > 5 > 50 in KL)
+    model, *_ = _sharp_finite_model()
+    kls = {}
+    for k in (1, 5, 50):
+        model.k = k
+        out = mae.encoder_posterior_kl(model, n_inner=10000 if k == 5 else 500, G=801, lim=5.0, seed=3)
+        kls[k] = float(out["kl"][0])
+        if k == 5:
+            z = torch.tensor(out["z"])
+            dz = float(z[1] - z[0])
+            q = torch.tensor(out["q"][0]) * dz
+            mean = (q * z).sum(-1)
+            sd = torch.sqrt((q * z ** 2).sum(-1) - mean ** 2)
+            s = mae.sir_sample(model, 20000, seed=4)[0].double()
+            assert ((s.mean(-1) - mean).abs() < 5 * sd / np.sqrt(20000) + 1e-3).all(), (s.mean(-1), mean)
+            assert torch.allclose(s.std(-1), sd, rtol=0.04)  # a proposal N(0, 1) far wider than the posteriors:
+            # the inner expectation needs many draws here (with 500, one sd was 8 % off; 20,000: all within 1 %)
+    assert kls[1] > 1.5 * kls[5] > 0 and kls[5] > 1.5 * kls[50], kls
+    with pytest.raises(ValueError, match="n_inner"):
+        mae.encoder_posterior_kl(model, n_inner=0)
+    with pytest.raises(ValueError, match="model"):
+        mae.encoder_posterior_kl(object())
