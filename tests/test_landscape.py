@@ -1,0 +1,447 @@
+"""Tests of lib.landscape against independent computations (chapter 10, parts A and B)."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from lib import landscape as LS
+from lib.nets import forward_f64, preactivations_f64
+
+
+def ce_independent(params, X, y, alpha):
+    """Mean cross-entropy by lib.nets' float64 forward pass and torch's cross_entropy."""
+    out = forward_f64(params, X, alpha)
+    return float(torch.nn.functional.cross_entropy(torch.tensor(out), torch.tensor(np.asarray(y))))
+
+
+def small_problem(seed=0, N=6, d=12, widths=(8, 5, 3)):
+    X = LS.gaussian_points(N, d, seed)
+    y = np.random.default_rng(seed + 1).integers(0, widths[-1], N)
+    pa = LS.init_net([d, *widths], seed + 2)
+    pb = LS.init_net([d, *widths], seed + 3)
+    rng = np.random.default_rng(seed + 4)
+    pa = [(W, rng.standard_normal(b.shape) * 0.3) for W, b in pa]
+    pb = [(W, rng.standard_normal(b.shape) * 0.3) for W, b in pb]
+    return X, y, pa, pb
+
+
+# ------------------------------------------------------------------ ranks and data
+
+@pytest.mark.parametrize("r", [1, 3, 7])
+def test_nr_rank_matches_numpy_on_known_rank(r):
+    rng = np.random.default_rng(r)
+    A = rng.standard_normal((9, r)) @ rng.standard_normal((r, 12))
+    rank, s = LS.nr_rank(A)
+    assert rank == r == np.linalg.matrix_rank(A)
+    assert np.allclose(s, np.linalg.svd(A, compute_uv=False))
+    assert np.all(np.diff(s) <= 0)
+
+
+def test_nr_rank_threshold_is_the_numerical_recipes_one():
+    eps = np.finfo(float).eps
+    thr = 0.5 * math.sqrt(3 + 3 + 1) * eps  # sigma_max = 1, a 3x3 matrix
+    assert LS.nr_rank(np.diag([1.0, 1.5 * thr, 0.0]))[0] == 2
+    assert LS.nr_rank(np.diag([1.0, 0.5 * thr, 0.0]))[0] == 1
+    assert LS.nr_rank(np.diag([1.0, 0.99 * thr, 0.3]))[0] == 2
+
+
+def test_nr_rank_rejects_vectors():
+    with pytest.raises(ValueError, match="A"):
+        LS.nr_rank(np.ones(3))
+
+
+def test_digits_data_range_noise_and_errors():
+    X, y = LS.digits_data(50, noise_std=0.0, seed=1)
+    assert X.shape == (50, 64) and y.shape == (50,)
+    assert X.min() >= 0 and X.max() <= 1 and set(np.unique(y)) <= set(range(10))
+    assert np.allclose(X * 16, np.round(X * 16))  # no noise: the raw 0..16 pixel values / 16
+    Xn, yn = LS.digits_data(50, noise_std=0.1, seed=1)
+    assert np.array_equal(yn, y) and 0.05 < np.std(Xn - X) < 0.15
+    assert LS.nr_rank(LS.digits_data(200, seed=0)[0])[0] == 64  # noise makes the constant pixels vary
+    with pytest.raises(ValueError, match="n"):
+        LS.digits_data(1798)
+    with pytest.raises(ValueError, match="noise_std"):
+        LS.digits_data(5, noise_std=-1.0)
+
+
+def test_gaussian_points_and_random_labels():
+    X = LS.gaussian_points(4, 3, seed=2)
+    assert X.shape == (4, 3) and np.array_equal(X, LS.gaussian_points(4, 3, seed=2))
+    y, Y = LS.random_labels(30, 4, seed=3)
+    assert Y.shape == (30, 4) and np.array_equal(Y.argmax(1), y) and np.all(Y.sum(1) == 1)
+    assert y.min() >= 0 and y.max() <= 3
+    with pytest.raises(ValueError, match="m"):
+        LS.random_labels(3, 0)
+    with pytest.raises(ValueError, match="N"):
+        LS.gaussian_points(0, 3)
+
+
+def test_activate_closed_forms():
+    z = np.array([-3.0, -0.5, 0.0, 0.7, 4.0])
+    assert np.allclose(LS.activate(z, "sigmoid"), 1 / (1 + np.exp(-z)))
+    assert np.allclose(LS.activate(z, "tanh"), np.tanh(z))
+    assert np.allclose(LS.activate(z, "softplus"), np.log(1 + np.exp(z)))
+    assert np.allclose(LS.activate(z, "leaky_relu", 0.3), [-0.9, -0.15, 0.0, 0.7, 4.0])
+    assert np.allclose(LS.activate(z, "relu"), [0, 0, 0, 0.7, 4.0])
+    assert np.array_equal(LS.activate(z, "linear"), z)
+    with pytest.raises(ValueError, match="activation"):
+        LS.activate(z, "gelu")
+    with pytest.raises(ValueError, match="alpha"):
+        LS.activate(z, "leaky_relu", 0.0)
+
+
+def test_random_features_rank_pattern_and_formula():
+    X = LS.gaussian_points(30, 4, seed=5)
+    assert LS.random_features(X, 50, "linear", seed=1).shape == (30, 50)
+    assert LS.nr_rank(LS.random_features(X, 50, "linear", seed=1))[0] == 5  # d + 1
+    assert LS.nr_rank(LS.random_features(X, 20, "sigmoid", seed=1))[0] == 20
+    assert LS.nr_rank(LS.random_features(X, 40, "tanh", seed=1))[0] == 30
+    rng = np.random.default_rng(7)
+    W = rng.standard_normal((6, 4)) / 2.0
+    b = rng.standard_normal(6)
+    assert np.allclose(LS.random_features(X, 6, "relu", seed=7), np.maximum(X @ W.T + b, 0))
+    with pytest.raises(ValueError, match="width"):
+        LS.random_features(X, 0, "relu")
+
+
+def test_exact_fit_against_projection():
+    rng = np.random.default_rng(0)
+    F, Y = rng.standard_normal((10, 4)), rng.standard_normal((10, 3))
+    lam, res = LS.exact_fit(F, Y)
+    Q, _ = np.linalg.qr(F)
+    assert np.isclose(res, np.linalg.norm(Y - Q @ Q.T @ Y) / np.linalg.norm(Y))
+    assert np.allclose(F.T @ (F @ lam - Y), 0, atol=1e-10)  # normal equations
+    assert LS.exact_fit(rng.standard_normal((5, 8)), Y[:5])[1] < 1e-12
+    with pytest.raises(ValueError, match="Y"):
+        LS.exact_fit(F, Y[:4])
+
+
+# ------------------------------------------------------------------ Thm 2.4.4
+
+def test_triangular_features_formula_and_limit():
+    X = LS.gaussian_points(7, 3, seed=1)
+    a = np.array([1.0, -0.5, 0.2])
+    A, order = LS.triangular_features(X, a, 2.0, 0.5, "sigmoid")
+    p = X @ a
+    assert np.all(np.diff(p[order]) > 0)
+    i, j = 2, 5
+    assert np.isclose(A[i, j], 1 / (1 + np.exp(-(2.0 * (p[order][j] - p[order][i]) + 0.5))))
+    gap = np.diff(np.sort(p)).min()
+    R, _ = LS.triangular_features(X, a, 5.0 / gap, 1.0, "relu")
+    assert np.all(np.tril(R, -1) == 0) and np.all(np.diag(R) == 1.0)
+    assert np.all(R[np.triu_indices(7, 1)] > 1.0)
+    small, _ = LS.triangular_features(X, a, 1e-3, 1.0, "relu")
+    assert small[np.tril_indices(7, -1)].min() > 0.9
+
+
+def test_triangular_features_errors():
+    X = np.array([[1.0, 0.0], [0.0, 1.0], [2.0, 3.0]])
+    with pytest.raises(ValueError, match="distinct"):
+        LS.triangular_features(X, np.array([1.0, 1.0]), 1.0)
+    with pytest.raises(ValueError, match="a"):
+        LS.triangular_features(X, np.ones(3), 1.0)
+    with pytest.raises(ValueError, match="activation"):
+        LS.triangular_features(X, np.array([1.0, 0.3]), 1.0, activation="tanh")
+
+
+# ------------------------------------------------------------------ Lemma 2.4.9
+
+def sig(z):
+    return 1 / (1 + np.exp(-z))
+
+
+def manual_gradient(params, X, Y, k):
+    """Backprop of Lemma 2.6.2 in numpy: grad_{W_{k+1}} = (F_k^T Delta_{k+1})^T."""
+    F, G = [X], []
+    for W, b in params[:-1]:
+        G.append(F[-1] @ W.T + b)
+        F.append(sig(G[-1]))
+    out = F[-1] @ params[-1][0].T + params[-1][1]
+    delta = out - Y
+    for l in range(len(params) - 1, k, -1):  # down to Delta_{k+1}
+        s = sig(G[l - 1])
+        delta = (delta @ params[l][0]) * s * (1 - s)
+    return (F[k].T @ delta).T, out
+
+
+def test_grad_sandwich_matches_backprop_and_bounds():
+    rng = np.random.default_rng(3)
+    X, Y = rng.standard_normal((6, 4)), rng.standard_normal((6, 2))
+    params = [(rng.standard_normal((o, i)), rng.standard_normal(o)) for i, o in [(4, 9), (9, 5), (5, 3), (3, 2)]]
+    lower, grad, upper = LS.grad_sandwich(params, X, Y, 1)
+    g, _ = manual_gradient(params, X, Y, 1)
+    assert np.isclose(grad, np.linalg.norm(g))
+    assert 0 < lower <= grad <= upper
+
+
+def test_grad_sandwich_last_hidden_layer_is_exact_form():
+    rng = np.random.default_rng(4)
+    X, Y = rng.standard_normal((5, 3)), rng.standard_normal((5, 2))
+    params = [(rng.standard_normal((8, 3)), rng.standard_normal(8)), (rng.standard_normal((2, 8)), rng.standard_normal(2))]
+    lower, grad, upper = LS.grad_sandwich(params, X, Y, 1)
+    F1 = sig(X @ params[0][0].T + params[0][1])
+    out = F1 @ params[1][0].T + params[1][1]
+    s = np.linalg.svd(F1, compute_uv=False)
+    r = np.linalg.norm(out - Y)
+    assert np.isclose(lower, s[4] * r) and np.isclose(upper, s[0] * r)
+    assert np.isclose(grad, np.linalg.norm(F1.T @ (out - Y)))
+
+
+def test_grad_sandwich_errors():
+    rng = np.random.default_rng(5)
+    X, Y = rng.standard_normal((6, 3)), rng.standard_normal((6, 2))
+    narrow = [(rng.standard_normal((4, 3)), np.zeros(4)), (rng.standard_normal((2, 4)), np.zeros(2))]
+    with pytest.raises(ValueError, match="fewer than N"):
+        LS.grad_sandwich(narrow, X, Y, 1)
+    growing = [(rng.standard_normal((7, 3)), np.zeros(7)), (rng.standard_normal((3, 7)), np.zeros(3)),
+               (rng.standard_normal((5, 3)), np.zeros(5)), (rng.standard_normal((2, 5)), np.zeros(2))]
+    with pytest.raises(ValueError, match="non-increasing"):
+        LS.grad_sandwich(growing, X, Y, 1)
+    with pytest.raises(ValueError, match="k"):
+        LS.grad_sandwich(growing, X, Y, 4)
+
+
+# ------------------------------------------------------------------ tiny CNN
+
+def test_tiny_cnn_shapes_ranks_and_training():
+    X, y = LS.digits_data(40, seed=0)
+    net = LS.tiny_cnn(2, seed=0)
+    assert net(torch.tensor(X).reshape(-1, 1, 8, 8)).shape == (40, 10)
+    ranks = LS.cnn_feature_ranks(net, X)
+    assert ranks["F1"]["size"] == 72 and ranks["F3"]["size"] == 80
+    assert ranks["F1"]["rank"] == 40 and ranks["F3"]["rank"] == 40
+    with torch.no_grad():
+        F1 = torch.sigmoid(net[0](torch.tensor(X).reshape(-1, 1, 8, 8))).reshape(40, -1).numpy()
+    assert np.isclose(ranks["F1"]["sigma_min"], np.linalg.svd(F1, compute_uv=False)[39])
+    hist = LS.train_square(net, X, np.eye(10)[y], 30, lr=1e-2)
+    assert len(hist) == 30 and hist[-1] < 0.75 * hist[0]
+    with pytest.raises(ValueError, match="square"):
+        LS.cnn_feature_ranks(net, X[:, :60])
+    with pytest.raises(ValueError, match="T1"):
+        LS.tiny_cnn(0)
+
+
+def test_train_square_on_a_plain_mlp():
+    X = LS.gaussian_points(10, 3, seed=1)
+    Y = np.random.default_rng(2).standard_normal((10, 2))
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 20), torch.nn.Tanh(), torch.nn.Linear(20, 2)).double()
+    hist = LS.train_square(model, X, Y, 200, lr=1e-2)
+    with torch.no_grad():
+        final = 0.5 * ((model(torch.tensor(X)) - torch.tensor(Y)) ** 2).sum().item() / 10
+    assert final < hist[0] / 2
+    with pytest.raises(ValueError, match="steps"):
+        LS.train_square(model, X, Y, 0)
+
+
+# ------------------------------------------------------------------ Part B helpers
+
+def test_cross_entropy_and_layer_outputs_against_lib_nets():
+    X, y, pa, _ = small_problem()
+    assert np.isclose(LS.cross_entropy_loss(pa, X, y, 0.2), ce_independent(pa, X, y, 0.2))
+    outs = LS.layer_outputs(pa, X, 0.3)
+    pre = preactivations_f64(pa, X, 0.3)
+    assert len(outs) == 3
+    assert np.allclose(outs[0], np.where(pre[0] >= 0, pre[0], 0.3 * pre[0]))
+    assert np.allclose(outs[-1], forward_f64(pa, X, 0.3))
+    with pytest.raises(ValueError, match="y"):
+        LS.cross_entropy_loss(pa, X, np.full(len(y), 3), 0.2)
+
+
+def test_init_net_and_train_ce_gd():
+    net = LS.init_net([5, 4, 3], seed=1)
+    assert [W.shape for W, _ in net] == [(4, 5), (3, 4)] and all(np.all(b == 0) for _, b in net)
+    assert np.isclose(np.std(LS.init_net([400, 300], seed=2)[0][0]), math.sqrt(2 / 400), rtol=0.05)
+    X, y, pa, _ = small_problem(1)
+    trained, hist = LS.train_ce_gd(pa, X, y, 0.2, 0.1, 50)
+    assert np.isclose(hist[0], ce_independent(pa, X, y, 0.2))
+    assert ce_independent(trained, X, y, 0.2) < hist[0]
+    # one explicit GD step compared with finite differences of the loss
+    one, _ = LS.train_ce_gd(pa, X, y, 0.2, 1e-3, 1)
+    W, b = pa[2]
+    e = np.zeros_like(W)
+    e[1, 2] = 1e-6
+    plus = [pa[0], pa[1], (W + e, b)]
+    minus = [pa[0], pa[1], (W - e, b)]
+    fd = (ce_independent(plus, X, y, 0.2) - ce_independent(minus, X, y, 0.2)) / 2e-6
+    assert np.isclose((W[1, 2] - one[2][0][1, 2]) / 1e-3, fd, rtol=1e-5)
+    with pytest.raises(ValueError, match="lr"):
+        LS.train_ce_gd(pa, X, y, 0.2, -1.0, 5)
+
+
+def test_gradient_norm_against_finite_differences():
+    X, y, pa, _ = small_problem(2, N=4, d=3, widths=(3, 2))
+    flat = np.concatenate([p.ravel() for layer in pa for p in layer])
+
+    def unflat(v):
+        out, i = [], 0
+        for W, b in pa:
+            out.append((v[i:i + W.size].reshape(W.shape), v[i + W.size:i + W.size + b.size]))
+            i += W.size + b.size
+        return out
+
+    h = 1e-6
+    g = np.array([(ce_independent(unflat(flat + h * e), X, y, 0.2) - ce_independent(unflat(flat - h * e), X, y, 0.2)) / (2 * h)
+                  for e in np.eye(flat.size)])
+    assert np.isclose(LS.gradient_norm(pa, X, y, 0.2), np.linalg.norm(g), rtol=1e-5)
+
+
+def test_straight_line_losses_endpoints_and_midpoint():
+    X, y, pa, pb = small_problem(3)
+    line = LS.straight_line_losses(pa, pb, X, y, 0.2, 5)
+    assert len(line) == 5
+    assert np.isclose(line[0], ce_independent(pa, X, y, 0.2)) and np.isclose(line[-1], ce_independent(pb, X, y, 0.2))
+    mid = [(0.5 * (Wa + Wb), 0.5 * (ba + bb)) for (Wa, ba), (Wb, bb) in zip(pa, pb)]
+    assert np.isclose(line[2], ce_independent(mid, X, y, 0.2))
+    with pytest.raises(ValueError, match="same layer shapes"):
+        LS.straight_line_losses(pa, LS.init_net([12, 9, 5, 3], 0), X, y)
+
+
+def test_yhat_scale_solves_the_ce_equation():
+    for m, target in [(2, 0.1), (3, 1e-4), (10, 2e-3)]:
+        s = LS.yhat_scale(m, target)
+        assert np.isclose(math.log1p((m - 1) * math.exp(-s)), target)
+        Yhat = s * np.eye(m)[[0, 1, m - 1]]
+        ce = float(torch.nn.functional.cross_entropy(torch.tensor(Yhat), torch.tensor([0, 1, m - 1])))
+        assert np.isclose(ce, target)
+    assert LS.yhat_scale(3, 5.0) == 0.0  # log 3 < 5: s = 0 already reaches it
+    with pytest.raises(ValueError, match="m"):
+        LS.yhat_scale(1, 0.1)
+    with pytest.raises(ValueError, match="target"):
+        LS.yhat_scale(3, 0.0)
+
+
+# ------------------------------------------------------------------ Thm 3.4.9: the path
+
+def test_sublevel_path_stays_below_the_larger_endpoint_loss():
+    X, y, pa, pb = small_problem(4)
+    n = 12
+    path, info = LS.sublevel_path_with_info(pa, pb, X, y, 0.2, n)
+    assert len(path) == 5 * (n - 1) + 1 == len(info["stage"])
+    assert all(np.array_equal(W, Wa) and np.array_equal(b, ba) for (W, b), (Wa, ba) in zip(path[0], pa))
+    assert all(np.array_equal(W, Wb) and np.array_equal(b, bb) for (W, b), (Wb, bb) in zip(path[-1], pb))
+    losses = np.array([ce_independent(p, X, y, 0.2) for p in path])
+    la, lb = ce_independent(pa, X, y, 0.2), ce_independent(pb, X, y, 0.2)
+    assert losses.max() <= max(la, lb) + 1e-9
+    stage = np.array(info["stage"])
+    assert list(dict.fromkeys(stage)) == ["A", "B", "C1", "C2", "A'"]
+    # stages A and B: the network output itself is unchanged
+    pick = lambda names: [path[i] for i in np.where(np.isin(stage, names))[0]]
+    for p in pick(["A", "B"]):
+        assert np.allclose(forward_f64(p, X, 0.2), forward_f64(pa, X, 0.2), atol=1e-9)
+    for p in pick(["A'"]):
+        assert np.allclose(forward_f64(p, X, 0.2), forward_f64(pb, X, 0.2), atol=1e-9)
+    # in stage A only the first layer moves; at the end of B layers 2..L are those of params_b
+    for p in pick(["A"]):
+        assert all(np.array_equal(W, Wa) for (W, _), (Wa, _) in zip(p[1:], pa[1:]))
+    end_b = path[int(np.where(stage == "B")[0][-1])]
+    assert all(np.allclose(W, Wb) and np.allclose(b, bb) for (W, b), (Wb, bb) in zip(end_b[1:], pb[1:]))
+    # C1 ends (and C2 begins) at the network outputting Yhat = s * onehot
+    meet = path[int(np.where(stage == "C1")[0][-1])]
+    Yhat = info["s"] * np.eye(3)[y]
+    assert np.allclose(forward_f64(meet, X, 0.2), Yhat, atol=1e-8)
+    assert np.isclose(info["phi_yhat"], 0.5 * min(la, lb))
+    # the curve is continuous: neighbouring points are close
+    steps = [max(np.abs(W1 - W2).max() for (W1, _), (W2, _) in zip(p, q)) for p, q in zip(path, path[1:])]
+    assert max(steps) < 0.5 * max(np.abs(W).max() for p in path for W, _ in p)
+
+
+def test_sublevel_path_min_sv_and_default_is_list():
+    X, y, pa, pb = small_problem(5)
+    path, info = LS.sublevel_path_with_info(pa, pb, X, y, 0.2, 4)
+    expect = min(np.linalg.svd((1 - t) * Wa + t * Wb, compute_uv=False)[-1]
+                 for t in np.linspace(0, 1, 4) for (Wa, _), (Wb, _) in zip(pa[1:], pb[1:]))
+    assert np.isclose(info["min_sv"], expect)
+    plain = LS.sublevel_path(pa, pb, X, y, 0.2, 4)
+    assert isinstance(plain, list) and len(plain) == len(path)
+    assert all(np.allclose(W, V_) for p, q in zip(plain, path) for (W, _), (V_, _) in zip(p, q))
+
+
+def test_sublevel_path_errors_say_which_assumption():
+    X, y, pa, pb = small_problem(6)
+    with pytest.raises(ValueError, match="alpha"):
+        LS.sublevel_path(pa, pb, X, y, alpha=0.0)
+    with pytest.raises(ValueError, match="alpha"):
+        LS.sublevel_path(pa, pb, X, y, alpha=-0.1)
+    flat = LS.init_net([12, 5, 5, 3], 0)
+    with pytest.raises(ValueError, match="strictly decreasing"):
+        LS.sublevel_path(flat, flat, X, y)
+    Xbig = LS.gaussian_points(14, 12, seed=0)
+    with pytest.raises(ValueError, match=r"rank X = 12 < N = 14"):
+        LS.sublevel_path(pa, pb, Xbig, np.zeros(14, int))
+    deficient = [pa[0], (np.vstack([pa[1][0][:4], pa[1][0][:1]]), pa[1][1]), pa[2]]
+    with pytest.raises(ValueError, match="params_b: W_2 is rank deficient"):
+        LS.sublevel_path(pa, deficient, X, y)
+    with pytest.raises(ValueError, match="same layer shapes"):
+        LS.sublevel_path(pa, LS.init_net([12, 9, 5, 3], 0), X, y)
+    with pytest.raises(ValueError, match="points_per_stage"):
+        LS.sublevel_path(pa, pb, X, y, 0.2, 1)
+    with pytest.raises(ValueError, match="y"):
+        LS.sublevel_path(pa, pb, X, y[:-1])
+
+
+# ------------------------------------------------------------------ Lemma 3.4.14, Thm 3.4.17
+
+def test_rank_repair_path_keeps_output_and_reaches_rank_n():
+    rng = np.random.default_rng(0)
+    X = LS.gaussian_points(10, 3, seed=1)
+    W0, b0 = rng.standard_normal((5, 3)), rng.standard_normal(5)
+    W, b = np.vstack([W0, W0, W0]), np.concatenate([b0, b0, b0])  # 15 units, rank 5 < 10
+    Vout = rng.standard_normal((2, 15))
+    path = LS.rank_repair_path(X, W, b, Vout, 0.2, seed=3, points_per_stage=5)
+    F = lambda W_, b_: np.where(X @ W_.T + b_ >= 0, X @ W_.T + b_, 0.2 * (X @ W_.T + b_))
+    Z0 = F(W, b) @ Vout.T
+    assert np.array_equal(path[0][0], W) and np.array_equal(path[0][2], Vout)
+    assert np.linalg.matrix_rank(F(W, b)) == 5
+    assert np.linalg.matrix_rank(F(path[-1][0], path[-1][1])) == 10
+    assert max(np.abs(F(W_, b_) @ V_.T - Z0).max() for W_, b_, V_ in path) < 1e-10
+    # the read-out move comes first (points_per_stage points), then one move per missing rank
+    assert len(path) == 5 + 5 * 4
+    assert all(np.array_equal(p[0], W) for p in path[:5])
+    moved = [j for j in range(15) if np.any(path[-1][0][j] != W[j])]
+    assert len(moved) == 5 and np.all(path[-1][2][:, moved] == 0)  # units moved only once unused
+
+
+def test_rank_repair_path_full_rank_input_and_errors():
+    X = LS.gaussian_points(4, 2, seed=0)
+    rng = np.random.default_rng(1)
+    W, b, Vout = rng.standard_normal((6, 2)), rng.standard_normal(6), rng.standard_normal((1, 6))
+    assert len(LS.rank_repair_path(X, W, b, Vout)) == 1
+    with pytest.raises(ValueError, match="fewer than N"):
+        LS.rank_repair_path(X, W[:3], b[:3], Vout[:, :3])
+    with pytest.raises(ValueError, match="distinct"):
+        LS.rank_repair_path(np.vstack([X, X[:1]]), W, b, Vout)
+    with pytest.raises(ValueError, match="Vout"):
+        LS.rank_repair_path(X, W, b, Vout[:, :5])
+
+
+def test_descent_path_is_monotone_and_reaches_yhat():
+    X = LS.gaussian_points(12, 4, seed=3)
+    y = np.random.default_rng(4).integers(0, 3, 12)
+    net = LS.init_net([4, 20, 15, 3], seed=5)
+    path, s = LS.descent_path(net, X, y, 0.2, target=1e-3, n_points=21)
+    losses = np.array([ce_independent(p, X, y, 0.2) for p in path])
+    assert np.all(np.diff(losses) <= 1e-12)
+    assert np.isclose(losses[-1], math.log1p(2 * math.exp(-s)), rtol=1e-6)
+    assert s >= LS.yhat_scale(3, 1e-3) and s >= 2 * np.abs(forward_f64(net, X, 0.2)).max()
+    assert all(np.array_equal(W, W0) for p in path for (W, _), (W0, _) in zip(p[:-1], net[:-1]))
+    assert np.array_equal(path[0][-1][0], net[-1][0])
+    with pytest.raises(ValueError, match="rank F_"):
+        LS.descent_path(LS.init_net([4, 20, 8, 3], seed=5), X, y)
+    with pytest.raises(ValueError, match="target"):
+        LS.descent_path(net, X, y, target=0.0)
+
+
+def test_paper_shapes_one_training_step():
+    """Table 2.2's input shape (28x28 MNIST-like images, T_1 = 10 filters: n_1 = 26*26*10 = 6760) trains one
+    step on synthetic data, so the paper-scale path of the CNN cannot rot unseen."""
+    rng = np.random.default_rng(0)
+    X = rng.random((8, 28 * 28))
+    net = LS.tiny_cnn(10, seed=0, side=28)
+    hist = LS.train_square(net, X, np.eye(10)[rng.integers(0, 10, 8)], 1, lr=1e-3)
+    assert len(hist) == 1 and np.isfinite(hist[0])
+    ranks = LS.cnn_feature_ranks(net, X)
+    assert ranks["F1"]["size"] == 6760 and ranks["F1"]["rank"] == 8
+    assert ranks["F3"]["size"] == 20 * 12 * 12
