@@ -755,7 +755,9 @@ class StackedMLP:
         return torch.maximum(z, self.alpha * z) if self.alpha > 0 else torch.relu(z)
 
     def forward(self, X: torch.Tensor, keep: bool = False):
-        """Logits (P, B) for inputs X (P, d) shared by all nets (and the activations if ``keep``)."""
+        """Logits (P, B) for inputs X (P, d) shared by all nets (and the activations if ``keep``); ``X``:
+        a finite floating-point tensor, an empty batch (P = 0) gives an empty result."""
+        V.tensor(X, "X", shape=(None, self.widths[0]), floating=True, nonempty=False)
         Ws, bs = self.params[::2], self.params[1::2]
         P = X.shape[0]
         z = (X @ Ws[0].reshape(X.shape[1], -1)).view(P, *bs[0].shape) + bs[0]

@@ -774,7 +774,8 @@ class CountingOracle:
         self.f, self.n_queries, self.n_calls = f, 0, 0
 
     def __call__(self, X):
-        X = np.asarray(X, dtype=np.float64)
+        """``f(X)`` for a batch ``X`` of shape ``(n, d_0)`` (finite; n = 0 is a query of nothing)."""
+        X = V.array(X, "X", ndim=2, nonempty=False)
         self.n_queries += X.shape[0]
         self.n_calls += 1
         return self.f(X)

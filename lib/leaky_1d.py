@@ -131,7 +131,11 @@ def alternating_network(changes: int, alpha: float, width: int | None = None) ->
 def lift(params: list, direction, offset: float) -> list:
     """A 1-D net composed with the projection x -> direction . x + offset (the first layer absorbs
     it), e.g. n-parity from :func:`alternating_network` with direction (1/2, ..., 1/2), offset n/2."""
-    layers = V.sequence(params, "params", min_len=2)
+    from lib.nets import as_float64_params
+
+    layers = as_float64_params(params)
+    if len(layers) < 2:
+        raise V.ArgumentValueError(f"params must have a hidden layer (at least two (W, b) layers), got {len(layers)}")
     d = V.array(direction, "direction", ndim=1)
     offset = V.real(offset, "offset")
     W1 = V.array(layers[0][0], "params[0] W", ndim=2, shape=(None, 1))

@@ -124,6 +124,8 @@ def orthogonally_separable_gaussian(n: int = 500, d: int = 20, seed: int = 0):
     z = np.where(np.arange(d) % 2 == 0, 1.0, -1.0)
     X, y = np.empty((0, d)), np.empty(0)
     while len(y) < n or len(np.unique(y[:n])) < 2:
+        if len(y) >= n:  # the first n points share one label: draw afresh (appending cannot change them)
+            X, y = np.empty((0, d)), np.empty(0)
         s = rng.choice([-1.0, 1.0], size=2 * n)
         x = s[:, None] * np.abs(rng.standard_normal((2 * n, d)))
         keep = x @ z >= 0
@@ -602,7 +604,9 @@ class Table31CNN(torch.nn.Module):
         self.layers = torch.nn.ModuleList(layers)
 
     def features(self, X: torch.Tensor) -> list:
-        """``[x, h^{1:1}(x), ..., h^{1:7}(x), h(x)]``: input, post-ReLU layers 1-7, output (Fig. 3.3)."""
+        """``[x, h^{1:1}(x), ..., h^{1:7}(x), h(x)]``: input, post-ReLU layers 1-7, output (Fig. 3.3).
+        ``X``: finite floating-point images; an empty batch gives empty features."""
+        V.tensor(X, "X", floating=True, nonempty=False)
         if X.ndim != 4 or X.shape[1] != 1:
             raise ValueError(f"X must be images of shape (n, 1, H, W), got {tuple(X.shape)}")
         feats, h = [X.flatten(1)], X

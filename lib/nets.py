@@ -197,6 +197,9 @@ class BatchedMLP(torch.nn.Module):
         return self.weights[0].shape[0]
 
     def forward(self, X: torch.Tensor) -> torch.Tensor:
+        """``X``: a finite floating-point tensor ``(n, d_0)`` or ``(n_models, n, d_0)``; an empty batch
+        (``n = 0``) gives an empty output."""
+        V.tensor(X, "X", floating=True, nonempty=False)
         if X.ndim == 2:
             X = X.unsqueeze(0).expand(self.n_models, -1, -1)
         if X.ndim != 3 or X.shape[0] != self.n_models or X.shape[2] != self.widths[0]:
@@ -212,8 +215,9 @@ class BatchedMLP(torch.nn.Module):
 
     def model_params(self, m: int) -> list:
         """Model ``m`` as an explicit ``[(W, b), ...]`` list (detached copies)."""
+        m = V.integer(m, "m (the model index)")
         if not 0 <= m < self.n_models:
-            raise ValueError(f"model index must be in [0, {self.n_models}), got {m}")
+            raise ValueError(f"m (the model index) must be in [0, {self.n_models}), got {m}")
         return [(W[m].detach().clone(), b[m].detach().clone()) for W, b in zip(self.weights, self.biases)]
 
 

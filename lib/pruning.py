@@ -118,7 +118,9 @@ class MaskedMLP(B.StackedMLP):
         return [m * torch.where(lin | (z > 0), 1.0, self.alpha) for z, m, lin in zip(zs, self.mask, self.linear)]
 
     def forward(self, X: torch.Tensor, keep: bool = False):
-        """Logits (P, B) for inputs X (P, n) shared by all nets (and the pre-activations if ``keep``)."""
+        """Logits (P, B) for inputs X (P, n) shared by all nets (and the pre-activations if ``keep``); ``X``:
+        a finite floating-point tensor, an empty batch (P = 0) gives an empty result."""
+        V.tensor(X, "X", shape=(None, self.widths[0]), floating=True, nonempty=False)
         Ws, bs = self.params[::2], self.params[1::2]
         P = X.shape[0]
         z = (X @ Ws[0].reshape(X.shape[1], -1)).view(P, *bs[0].shape) + bs[0]
@@ -145,16 +147,24 @@ class MaskedMLP(B.StackedMLP):
 
     def select(self, index) -> "MaskedMLP":
         """A new MaskedMLP holding copies of the nets ``index`` (with their masks)."""
-        index = torch.as_tensor(np.asarray(index), dtype=torch.long)
+        index = torch.as_tensor(self._net_indices(index, "index"))
         new = MaskedMLP(self.widths[0], self.widths[1], len(self.mask), len(index), self.alpha, seed=0)
         for mine, theirs in zip(self.params, new.params):
             theirs.copy_(mine[..., index])
         new.mask, new.linear = self.mask[..., index].clone(), self.linear[:, index].clone()
         return new
 
+    def _net_indices(self, index, name: str) -> np.ndarray:
+        """``index`` as a non-empty 1-D int64 array of net indices in [0, B)."""
+        index = V.array(index, name, ndim=1, integer=True)
+        if index.min() < 0 or index.max() >= self.B:
+            raise V.ArgumentValueError(f"{name} must hold net indices in [0, {self.B}), got {index.tolist()}")
+        return index
+
     def assign(self, rows, other: "MaskedMLP") -> None:
         """Overwrite nets ``rows`` with all nets of ``other`` (same shape), masks included."""
-        rows = torch.as_tensor(np.asarray(rows), dtype=torch.long)
+        rows = torch.as_tensor(self._net_indices(rows, "rows"))
+        V.instance(other, "other", MaskedMLP)
         for mine, theirs in zip(self.params, other.params):
             mine[..., rows] = theirs
         self.mask[..., rows], self.linear[:, rows] = other.mask, other.linear
@@ -370,6 +380,9 @@ class PrunableCNN(torch.nn.Module):
         return [getattr(self, f"channel_mask{i}") for i in range(3)]
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        """Logits ``(n, classes)`` of finite floating-point images ``x`` of shape ``(n, in_channels, H, W)``;
+        an empty batch gives an empty result."""
+        V.tensor(x, "x", shape=(None, self.convs[0].in_channels, None, None), floating=True, nonempty=False)
         wm = self.weight_masks
         for i, (conv, cm) in enumerate(zip(self.convs, self.channel_masks())):
             x = torch.nn.functional.conv2d(x, conv.weight * wm[i], conv.bias, padding=1)

@@ -16,12 +16,14 @@ is classified as
 Inputs that look bad but are intended (each documented in its docstring and pinned by a test in
 ``tests/test_validate.py``) are not swept as bad: ``None`` where it is the argument's default (e.g.
 ``seed=None``-style defaults, ``ids=None`` = all classes, ``targets=None`` = a plain VAE), an empty
-batch for ``mlp_forward`` / elementwise functions (an empty result), any shape for elementwise
+batch for ``mlp_forward``, the models' ``forward`` methods and elementwise functions (an empty
+result), any shape for elementwise
 functions, ``y`` shaped differently but with one value per output for the per-model losses, ``a`` of
 any shape holding one value per neuron in ``maxmargin``, a negative ``axis``, and ``epochs=0`` /
 ``max_steps=0`` where zero steps is documented.
 
-Arguments of kind ``None`` are not varied (flags, progress bars). Network-only loaders (``fetch``,
+Arguments of kind ``None`` are not varied (flags, progress bars, and ``self``: a public method
+``Class.method`` is called as the class's plain function with ``self=`` an instance). Network-only loaders (``fetch``,
 ``load_online``, ``cifar100_protocol``, ``load_imdb_sentences``) are not called.
 """
 
@@ -39,7 +41,7 @@ from pathlib import Path
 import numpy as np
 
 MODULES = ("boolean", "boolean_families", "distill", "equivalence", "nets", "train", "results", "scale",
-           "pruning", "maxmargin", "multiexit", "mae", "data")
+           "pruning", "maxmargin", "multiexit", "mae", "data", "leaky_1d")
 NAN = float("nan")
 INF = float("inf")
 
@@ -178,13 +180,14 @@ def _widths_bad(valid, key):
 def _specs():
     import torch
     lib = {m: importlib.import_module(f"lib.{m}") for m in MODULES}
-    B, BF, D, E, N, T, R, S, P, MM, ME, MA, DA = (lib[m] for m in MODULES)
+    B, BF, D, E, N, T, R, S, P, MM, ME, MA, DA, LK = (lib[m] for m in MODULES)
     t = torch.tensor
     g = torch.Generator().manual_seed(0)
     xor2 = np.array([0, 1, 1, 0])
     tables3 = np.array([[0, 1, 1, 0, 1, 0, 0, 1], [0, 0, 0, 1, 0, 1, 1, 1]])
     net_np = lambda: E.random_network([2, 3, 1], seed=0)
     net_t = lambda: N.init_mlp([2, 3, 1], seed=0)
+    net2 = lambda: E.identifiable_network([2, 2, 1], seed=0)
     bnet = lambda: B.swaps_network(xor2, 0.0)
     Xb = lambda: B.cube(2, pm=False).astype(float)
     rng = lambda: np.random.default_rng(0)
@@ -254,6 +257,10 @@ def _specs():
                                                          progress=(False, None))),
         ("boolean", "xor1d_local_optima", lambda: dict(n_nets=(3, C), steps=(5, C), lr=(0.1, RA), seed=(0, SE))),
         ("boolean", "relu_sign_pattern", lambda: dict(w=(np.array([[1.0, -1.0], [0.5, 2.0]]), A), b=(np.array([[0.5, 0.1], [-0.2, 0.3]]), A))),
+        ("boolean", "StackedMLP.forward", lambda: dict(self=(stacked(), None), X=(t(Xb(), dtype=torch.float32), "batch"))),
+        ("boolean", "npn_class_ids_all", lambda: dict(n=(2, C))),
+        ("boolean", "order_types", lambda: dict(n=(2, C))),
+        ("boolean", "swaps_all", lambda: dict(n=(2, C))),
         ("boolean", "climb_max_swaps", lambda: dict(n=(2, C), restarts=(2, C), seed=(0, SE), max_steps=(3, NI),
                                                       sideways=(1, NI), progress=(False, None))),
         # boolean_families
@@ -321,6 +328,14 @@ def _specs():
         ("equivalence", "identifiable_network", lambda: dict(widths=([2, 2, 1], "widths"), seed=(0, SE), domain=((-1, 1), "list"), max_tries=(500, C))),
         ("equivalence", "recover", lambda: dict(f=(lambda X, net=E.identifiable_network((2, 2, 2, 1), 1): E.forward(net, X)[:, 0], "callable"), input_dim=(2, C), domain=((-1, 1), "list"),
                                                   seed=(1, SE), max_layers=(4, C), max_attempts=(5, C))),
+        ("equivalence", "jacobian_deficit", lambda: dict(params=(net_np(), "params"), X=(Xd()[:, :2], A), rel_tol=(1e-9, RA))),
+        ("equivalence", "dependency_paths", lambda: dict(params=(net2(), "params"), domain=((-1, 1), "list"))),
+        ("equivalence", "flip_sets", lambda: dict(params=(net_np(), "params"), domain=((-1, 1), "list"), rel_tol=(1e-9, RA),
+                                                    max_width=(16, C))),
+        ("equivalence", "one_layer_network", lambda: dict(widths=([2, 3, 1], "widths"), seed=(0, SE), domain=((-1, 1), "list"))),
+        ("equivalence", "recover_one_hidden_layer", lambda: dict(f=(lambda X, net=E.one_layer_network([2, 2, 1], 0): E.forward(net, X)[:, 0], "callable"),
+                                                                   input_dim=(2, C), domain=((-1, 1), "list"), seed=(0, SE), n_lines=(10, C))),
+        ("equivalence", "CountingOracle.__call__", lambda: dict(self=(E.CountingOracle(lambda X: X[:, 0]), None), X=(Xd()[:, :2], "batch"))),
         ("equivalence", "counterexample", lambda: dict(name=("dead_neuron", "choice"), delta=(0.1, RE))),
         ("equivalence", "CountingOracle", lambda: dict(f=(lambda X: X[:, 0], "callable"))),
         # nets
@@ -332,6 +347,13 @@ def _specs():
         ("nets", "rescale_hidden", lambda: dict(params=(net_t(), "params"), layer=(0, NI), scales=(t([1.0, 2.0, 0.5]), A))),
         ("nets", "BatchedMLP", lambda: dict(widths=([2, 3, 1], "widths"), n_models=(2, C), scheme=("he", "choice"), scale=(1.0, "nonneg"),
                                              activation=("relu", "choice"), negative_slope=(0.01, "slope"))),
+        ("nets", "BatchedMLP.forward", lambda: dict(self=(bm(), None), X=(Xt(), "batch"))),
+        ("nets", "BatchedMLP.model_params", lambda: dict(self=(bm(), None), m=(1, NI))),
+        ("nets", "as_float64_params", lambda: dict(params=(net_np(), "params"))),
+        ("nets", "forward_f64", lambda: dict(params=(net_np(), "params"), X=(Xd()[:, :2], A), alpha=(0.1, "slope"))),
+        ("nets", "preactivations_f64", lambda: dict(params=(net_np(), "params"), X=(Xd()[:, :2], A), alpha=(0.1, "slope"))),
+        ("nets", "activation_patterns", lambda: dict(params=(net_np(), "params"), X=(Xd()[:, :2], A), alpha=(0.1, "slope"))),
+        ("nets", "check_leak", lambda: dict(alpha=(0.1, "slope"))),
         # train
         ("train", "mse_per_model", lambda: dict(out=(torch.randn(2, 8, 1, generator=g), A), y=(torch.randn(8, 1, generator=g), "array_nd"))),
         ("train", "logistic_per_model", lambda: dict(out=(torch.randn(2, 8, 1, generator=g), A), y=(ypm()[:, None], "array_nd"))),
@@ -367,6 +389,11 @@ def _specs():
         ("pruning", "wide_pruning_table", lambda: dict(widths=([3], "widths"), ns=([2], "widths"), parents=(2, C), epochs=(2, C),
                                                         finetune_epochs=(1, NI), seed_of=(lambda n, w: 0, "callable"),
                                                         alpha=(0.1, "slope"), lr=(0.025, RA), progress=(False, None))),
+        ("pruning", "MaskedMLP.forward", lambda: dict(self=(masked(), None), X=(t(Xb(), dtype=torch.float32), "batch"))),
+        ("pruning", "MaskedMLP.select", lambda: dict(self=(masked(), None), index=(t([1]), "int_array"))),
+        ("pruning", "MaskedMLP.assign", lambda: dict(self=(masked(), None), rows=(t([1]), "int_array"),
+                                                       other=(masked().select([0]), "model"))),
+        ("pruning", "PrunableCNN.forward", lambda: dict(self=(cnn(), None), x=(Ximg(), "batch"))),
         ("pruning", "MaskedMLP", lambda: dict(n_in=(2, C), width=(3, C), depth=(2, C), n_nets=(2, C), alpha=(0.1, "slope"), seed=(0, SE))),
         ("pruning", "fit_masked", lambda: dict(model=(masked(), "model"), X=(t(Xb(), dtype=torch.float32), A),
                                                 y=(t([0.0, 1.0, 1.0, 0.0]), "array_nd"), epochs=(2, C), lr=(0.025, RA))),
@@ -391,6 +418,11 @@ def _specs():
         ("maxmargin", "max_margin", lambda: dict(X=(Xpm()[0][Xpm()[1] > 0], A))),
         ("maxmargin", "pm_max_margin", lambda: dict(X=(Xpm()[0], A), y=(Xpm()[1], A))),
         ("maxmargin", "extremal_sectors", lambda: dict(X=(Xpm()[0], A), y=(Xpm()[1], A))),
+        ("maxmargin", "sector_is_feasible", lambda: dict(X=(Xpm()[0], A), sigma=(np.sign(Xpm()[0] @ wp()), A))),
+        ("maxmargin", "G_value", lambda: dict(W=(Wm(), A), X=(Xpm()[0], A), y=(Xpm()[1], A))),
+        ("maxmargin", "extremal_directions", lambda: dict(X=(Xpm()[0], A), y=(Xpm()[1], A), n_starts=(20, C), seed=(0, SE),
+                                                            max_iter=(50, C))),
+        ("maxmargin", "Table31CNN.forward", lambda: dict(self=(MM.Table31CNN(image_size=8), None), X=(Ximg(), "batch"))),
         ("maxmargin", "activation_patterns", lambda: dict(W=(Wm(), A), X=(Xpm()[0], A))),
         ("maxmargin", "default_init", lambda: dict(shapes=([(4, 3), (1, 4)], "list"), n_models=(2, C), seed=(0, SE), scale=(0.1, "nonneg"))),
         ("maxmargin", "balanced_init", lambda: dict(n_models=(2, C), width=(4, C), d=(3, C), lam=(0.1, RA), seed=(0, SE))),
@@ -456,6 +488,12 @@ def _specs():
                                                   max_tokens=(4, C))),
         ("mae", "SequenceMAE", lambda: dict(tokens=(torch.tensor([[2, 3, 0], [3, 2, 0]]), "int_array"), vocab_size=(5, C), latent_dim=(2, C),
                                              emb=(4, C), hidden=(4, C), k=(1, C), seed=(0, SE))),
+        # leaky_1d
+        ("leaky_1d", "alternating_slopes", lambda: dict(changes=(3, NI), alpha=(0.1, "slope"))),
+        ("leaky_1d", "min_width_1d", lambda: dict(changes=(3, NI), alpha=(0.1, "slope"))),
+        ("leaky_1d", "alternating_network", lambda: dict(changes=(3, C), alpha=(0.1, "slope"), width=(3, C))),
+        ("leaky_1d", "lift", lambda: dict(params=(LK.alternating_network(3, 0.1), "params"), direction=(np.array([0.5, 0.5]), A),
+                                           offset=(1.0, RE))),
         # data
         ("data", "synthetic_2d", lambda: dict(kind=("xor", "choice"), n=(20, C), seed=(0, SE), noise=(0.1, "nonneg"), test_fraction=(0.5, "fraction"))),
         ("data", "load_digits_split", lambda: dict(classes=([0, 1], "list"), test_fraction=(0.25, "fraction"), seed=(0, SE))),
@@ -495,6 +533,15 @@ def classify(fn, kwargs, arg) -> tuple[str, str]:
     return "none", "no error"
 
 
+def function(module: str, name: str):
+    """The public function ``lib.<module>.<name>``; ``Class.method`` gives the plain function of the class,
+    called with ``self=`` an instance (kind None: not varied)."""
+    obj = importlib.import_module(f"lib.{module}")
+    for part in name.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
 def _defaults(fn) -> dict:
     try:
         return {k: p.default for k, p in inspect.signature(fn).parameters.items()}
@@ -510,7 +557,7 @@ def sweep(verbose: bool = False, only=None) -> dict:
     for module, name, factory in _specs():
         if only and module not in only:
             continue
-        fn = getattr(importlib.import_module(f"lib.{module}"), name)
+        fn = function(module, name)
         try:
             valid = factory()
         except Exception as e:  # noqa: BLE001

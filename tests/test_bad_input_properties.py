@@ -1,4 +1,4 @@
-"""Property-based bad-input tests (Hypothesis) for every public function of the thirteen lib modules.
+"""Property-based bad-input tests (Hypothesis) for every public function (and public method) of the fourteen lib modules.
 
 Each public function has one valid call and a kind per argument (``scripts/bad_input_sweep.py``,
 ``SPECS``). One test per (function, argument): the valid call succeeds; the call with that argument
@@ -84,7 +84,7 @@ def _check(key, arg, fn, call, label):
 def test_bad_argument_raises_a_clear_error(key, arg):
     """Every fixed bad value of the argument's kind (the sweep's), then random ones (Hypothesis)."""
     module, name, factory = SPECS[key]
-    fn = getattr(importlib.import_module(f"lib.{module}"), name)
+    fn = sweep.function(module, name)
     fn(**{k: v for k, (v, _) in factory().items()})  # the valid call works
     kind = factory()[arg][1]
     defaults = sweep._defaults(fn)
@@ -114,3 +114,86 @@ def test_bad_argument_raises_a_clear_error(key, arg):
         _check(key, arg, fn, call, repr(bad)[:40])
 
     prop()
+
+
+# ---- valid inputs: a finite result of the documented shape (the functions and methods added to the sweep)
+
+from hypothesis.extra import numpy as hnp  # noqa: E402
+
+small = st.floats(-5, 5, allow_nan=False, width=64)
+
+
+@given(st.integers(1, 6), st.sampled_from([0.0, 0.1, 0.5, 0.9]), st.integers(1, 3))
+def test_leaky_1d_valid_inputs(changes, alpha, d):
+    from lib import boolean as B
+    from lib import leaky_1d as LK
+
+    width = LK.min_width_1d(changes, alpha)
+    assert width in (changes - 1, changes)
+    net = LK.alternating_network(changes, alpha)
+    assert net[0][0].shape == (width, 1) and net[1][0].shape == (1, width)
+    out = B.network_output(net, np.arange(changes + 1.0)[:, None], alpha)
+    assert out.shape == (changes + 1,) and np.isfinite(out).all()
+    assert (np.sign(out) == [(-1) ** (j + 1) for j in range(changes + 1)]).all()  # -, +, -, ...
+    lifted = LK.lift(net, np.full(d, 0.5), 1.0)
+    assert lifted[0][0].shape == (width, d) and all(np.isfinite(W).all() for W, _ in lifted)
+
+
+@given(st.integers(1, 4), st.integers(1, 5), st.integers(0, 6), st.data())
+def test_network_methods_valid_inputs(d0, d1, n, data):
+    from lib import boolean as B
+    from lib import equivalence as E
+    from lib import nets
+    from lib import pruning as P
+
+    X = torch.from_numpy(data.draw(hnp.arrays(np.float64, (n, d0), elements=small))).float()
+    out = nets.BatchedMLP([d0, d1, 2], n_models=3)(X)
+    assert out.shape == (3, n, 2) and torch.isfinite(out).all()
+    out = B.StackedMLP([d0, d1, 1], 2, 0.1, 0).forward(X)
+    assert out.shape == (n, 2) and torch.isfinite(out).all()
+    model = P.MaskedMLP(d0, d1, 2, 3, 0.1, 0)
+    out = model.forward(X)
+    assert out.shape == (n, 3) and torch.isfinite(out).all()
+    assert model.select([2, 0]).forward(X).shape == (n, 2)
+    net = E.random_network([d0, d1, 1], seed=0)
+    Xn = X.double().numpy()
+    oracle = E.CountingOracle(lambda Z: E.forward(net, Z)[:, 0] if len(Z) else np.zeros(0))
+    assert oracle(Xn).shape == (n,) and oracle.n_queries == n and oracle.n_calls == 1
+    for f in (nets.forward_f64, nets.activation_patterns):
+        if n:
+            assert f(net, Xn).shape == ((n, 1) if f is nets.forward_f64 else (n, d1))
+
+
+@given(st.integers(0, 3), st.data())
+def test_cnn_methods_valid_inputs(n, data):
+    from lib import maxmargin as MM
+    from lib import pruning as P
+
+    X = torch.from_numpy(data.draw(hnp.arrays(np.float64, (n, 1, 8, 8), elements=small))).float()
+    out = P.PrunableCNN(1, 8, channels=2, classes=3, seed=0)(X)
+    assert out.shape == (n, 3) and torch.isfinite(out).all()
+    out = MM.Table31CNN(image_size=8)(X)
+    assert out.shape == (n,) and torch.isfinite(out).all()
+
+
+@given(st.integers(2, 3), st.integers(0, 2**16))
+def test_inductive_bias_valid_inputs(d, seed):
+    from lib import maxmargin as MM
+
+    X, y = MM.orthogonally_separable_gaussian(12, d, seed=seed)
+    W = np.random.default_rng(seed).standard_normal((4, d))
+    G = MM.G_value(W, X, y)
+    assert G.shape == (4,) and np.isfinite(G).all()
+    assert MM.sector_is_feasible(X, np.sign(X @ W[0]))  # the sector of an actual w is not empty
+    dirs, counts, unresolved = MM.extremal_directions(X, y, n_starts=10, seed=seed)
+    assert dirs.shape == (len(counts), d) and counts.sum() + unresolved == 10
+    assert np.allclose(np.linalg.norm(dirs, axis=1), 1.0)
+
+
+@given(st.integers(1, 4), st.integers(0, 2**16))
+def test_flip_sets_valid_inputs(d1, seed):
+    from lib import equivalence as E
+
+    res = E.flip_sets(E.random_network([2, d1, 1], seed=seed))
+    assert res["subsets"][0] == () and np.isfinite(res["margin"]) and res["margin"] >= 0
+    assert set(res["hypotheses"]) == {"crosses", "distinct", "outputs_nonzero"}

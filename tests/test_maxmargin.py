@@ -435,3 +435,12 @@ def test_relative_normalized_gd_step(data):
     assert mm.log_loss(mm.residual_forward, params, Xt, yt).sum().item() < loss0
     with pytest.raises(TypeError):
         mm.train_normalized_gd(mm.residual_forward, params, Xt, yt, [(0.01, 1)], relative="yes")
+
+
+def test_sampler_redraws_when_the_first_points_share_a_label():
+    # seed 0, d = 3: the first 12 kept points all had label +1, and appending more points could never
+    # change them (the sampler looped forever before the fix)
+    X, y = mm.orthogonally_separable_gaussian(12, 3, seed=0)
+    z = np.array([1.0, -1.0, 1.0])
+    assert set(y) == {-1.0, 1.0} and X.shape == (12, 3)
+    assert np.all(y[:, None] * X >= 0) and np.all(X @ z >= 0)  # +1 in the first orthant, -1 opposite

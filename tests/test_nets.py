@@ -126,3 +126,164 @@ def test_hidden_layer_bounds_in_the_message():
     nets.permute_hidden(params, 1, [2, 0, 1])  # the last hidden layer is allowed
     with pytest.raises(ValueError, match=r"^layer must index a hidden layer in \[0, 2\), got 2$"):
         nets.permute_hidden(params, 2, [0])
+
+
+# ---- error messages name the argument (what a user reads); values against hand computations -------
+
+def _np_net():
+    return [(np.array([[1.0, -1.0], [0.5, 2.0], [0.0, 1.0]]), np.array([0.0, -1.0, 0.5])),
+            (np.array([[1.0, 2.0, -1.0]]), np.array([0.25]))]
+
+
+_T = nets.init_mlp([2, 3, 1], seed=0)
+_BAD_CALLS = [  # (call, expected message regex)
+    (lambda: nets.init_mlp([2, "a"], 0), r"^widths must list at least two positive ints"),
+    (lambda: nets.init_mlp(None, 0), r"^widths must be"),
+    (lambda: nets.init_mlp([2, 1], 0, scale=-1.0), r"^scale must be"),
+    (lambda: nets.init_mlp([2, 1], -1), r"^seed must be"),
+    (lambda: nets.init_mlp([2, 1], 0, scheme="x"), r"^scheme \(the init scheme\) must be one of"),
+    (lambda: nets.activate([1.0], "relu"), r"^z must be a torch.Tensor"),
+    (lambda: nets.activate(torch.tensor([1, 2]), "relu"), r"^z must be a floating-point tensor"),
+    (lambda: nets.activate(torch.zeros(2), "tanh"), r"^activation must be one of"),
+    (lambda: nets.activate(torch.zeros(2), "leaky_relu", 1.5), r"^negative_slope must be"),
+    (lambda: nets._activate(torch.zeros(2), "tanh", 0.0), r"^activation must be one of \('relu', 'leaky_relu', 'linear'\), got 'tanh'$"),
+    (lambda: nets._init_std(3, "x"), r"^init scheme must be one of \('he', 'lecun', 'normal'\), got 'x'$"),
+    (lambda: nets.mlp_forward(None, torch.zeros(1, 2)), r"^params must be"),
+    (lambda: nets.mlp_forward([], torch.zeros(1, 2)), r"^params must be"),
+    (lambda: nets.mlp_forward([_T[0], 3], torch.zeros(1, 2)), r"^params\[1\] must be a \(W, b\) pair, got 3$"),
+    (lambda: nets.mlp_forward([(torch.zeros(3, 2, dtype=torch.long), torch.zeros(3))], torch.zeros(1, 2)),
+     r"^params\[0\] W must be a floating-point tensor"),
+    (lambda: nets.mlp_forward([(torch.zeros(3, 2), torch.zeros(3, dtype=torch.long))], torch.zeros(1, 2)),
+     r"^params\[0\] b must be a floating-point tensor"),
+    (lambda: nets.mlp_forward([(torch.zeros(3, 2), [0.0, 0.0, 0.0])], torch.zeros(1, 2)), r"^params\[0\] b must be a torch"),
+    (lambda: nets.mlp_forward([(torch.zeros(3, 2), torch.zeros(2))], torch.zeros(1, 2)),
+     r"^params: layer 0: expected W \(d_out, d_in\) and b \(d_out,\), got \(3, 2\) and \(2,\)$"),
+    (lambda: nets.mlp_forward([(torch.zeros(3, 2, 1), torch.zeros(3))], torch.zeros(1, 2)),
+     r"^params: layer 0: expected W \(d_out, d_in\) and b \(d_out,\), got \(3, 2, 1\) and \(3,\)$"),
+    (lambda: nets.mlp_forward([(torch.zeros(3, 2), torch.zeros(3, 1))], torch.zeros(1, 2)),
+     r"^params: layer 0: expected W .* got \(3, 2\) and \(3, 1\)$"),
+    (lambda: nets.mlp_forward([_T[0], _T[1], (torch.zeros(1, 2), torch.zeros(1))], torch.zeros(1, 2)),
+     r"^params: layer 2: W expects 2 inputs but layer 1 has 1 outputs$"),
+    (lambda: nets.mlp_forward(_T, "abc"), r"^X must be a torch.Tensor"),
+    (lambda: nets.mlp_forward(_T, torch.tensor([[0.0, float("nan")]])), r"^X must be finite"),
+    (lambda: nets.mlp_forward(_T, torch.zeros(1, 2), activation="tanh"), r"^activation must be one of"),
+    (lambda: nets.mlp_forward(_T, torch.zeros(1, 2), negative_slope=-1.0), r"^negative_slope must be"),
+    (lambda: nets.permute_hidden(_T, "0", [0, 1, 2]), r"^layer must be"),
+    (lambda: nets.permute_hidden(_T, 0, "abc"), r"^perm must be"),
+    (lambda: nets.permute_hidden(_T, 0, [[0, 1, 2]]), r"^perm must be an array with 1 dimensions"),
+    (lambda: nets.rescale_hidden(_T, 0, "abc"), r"^scales must be"),
+    (lambda: nets.rescale_hidden(_T, 0, [[1.0, 1.0, 1.0]]), r"^scales must be an array with 1 dimensions"),
+    (lambda: nets.rescale_hidden(_T, 0, [1.0, float("inf"), 1.0]), r"^scales must be 3 finite positive numbers, got \[1.0, inf, 1.0\]$"),
+    (lambda: nets.rescale_hidden(_T, 0, [1.0, 0.0, 1.0]), r"^scales must be 3 finite positive numbers, got \[1.0, 0.0, 1.0\]$"),
+    (lambda: nets.rescale_hidden(nets.init_mlp([2, 3, 4, 1], 0), 1, [1.0, 1.0, 1.0]),
+     r"^scales must be 4 finite positive numbers"),
+    (lambda: nets.BatchedMLP([2, 1], n_models="2"), r"^n_models must be"),
+    (lambda: nets.BatchedMLP([2, 1], seeds=[0, -1]), r"^seeds\[i\] must be"),
+    (lambda: nets.BatchedMLP([2, 1], seeds="ab"), r"^seeds must be"),
+    (lambda: nets.BatchedMLP([2, 1], seeds=3), r"^seeds must be"),
+    (lambda: nets.BatchedMLP([2, 1], seeds=[]), r"^need one seed per model: n_models=None, got 0 seeds$"),
+    (lambda: nets.BatchedMLP([2, 1], 2, activation="tanh"), r"^activation must be"),
+    (lambda: nets.BatchedMLP([2, 1], 2, scheme="x"), r"^scheme \(the init scheme\) must be"),
+    (lambda: nets.BatchedMLP([2, 1], 2, negative_slope=2.0), r"^negative_slope must be"),
+    (lambda: nets.BatchedMLP([2, 1], 2, scale=-1.0), r"^scale must be"),
+    (lambda: nets.BatchedMLP([2, 3, 1], 2)(torch.zeros(4, 3)),
+     r"^X must have shape \(n, 2\) or \(2, n, 2\), got \(2, 4, 3\)$"),
+    (lambda: nets.BatchedMLP([2, 3, 1], 2)("abc"), r"^X must be a torch.Tensor"),
+    (lambda: nets.BatchedMLP([2, 3, 1], 2)(torch.tensor([[0.0, float("nan")]])), r"^X must be finite"),
+    (lambda: nets.BatchedMLP([2, 1], 2).model_params("1"), r"^m \(the model index\) must be"),
+    (lambda: nets.BatchedMLP([2, 1], 2).model_params(-1), r"^m \(the model index\) must be in \[0, 2\), got -1$"),
+    (lambda: nets.as_float64_params("abc"), r"^params must be"),
+    (lambda: nets.as_float64_params([]), r"^params must be"),
+    (lambda: nets.as_float64_params([], "params_a"), r"^params_a must be"),
+    (lambda: nets.as_float64_params([(np.ones((1, 2)), np.zeros(1)), 3], "net"),
+     r"^net: layer 2 must be a \(W, b\) pair, got 3$"),
+    (lambda: nets.as_float64_params([(np.ones((1, 2)), np.zeros(2))]), r"^params: layer 1 b must be an array of shape \(1,\)"),
+    (lambda: nets.as_float64_params([(np.ones(2), np.zeros(1))]), r"^params: layer 1 W must be an array with 2 dimensions"),
+    (lambda: nets.as_float64_params(_np_net()[:1] + [(np.ones((1, 2)), np.zeros(1))]),
+     r"^params: layer 2: W has 2 columns but layer 1 has 3 units$"),
+    (lambda: nets.forward_f64(_np_net(), np.zeros((1, 3))), r"^X must be an array of shape \(n, 2\)"),
+    (lambda: nets.preactivations_f64(_np_net(), np.zeros((1, 3))), r"^X must be an array of shape \(n, 2\)"),
+    (lambda: nets.activation_patterns([(np.ones((1, 2)), np.zeros(1))], np.zeros((1, 3))), r"^X must be an array of shape \(n, 2\)"),
+    (lambda: nets.check_leak(1.0), r"^alpha \(leaky-ReLU slope\) must be"),
+    (lambda: nets.forward_f64(_np_net(), np.zeros((1, 2)), alpha=-0.5), r"^alpha \(leaky-ReLU slope\) must be"),
+]
+
+
+@pytest.mark.parametrize("i", range(len(_BAD_CALLS)))
+def test_error_messages_name_the_argument(i):
+    call, pattern = _BAD_CALLS[i]
+    with pytest.raises((ValueError, TypeError), match=pattern):
+        call()
+
+
+def test_one_layer_net_is_affine_and_dtypes_follow_the_weights():
+    W, b = torch.tensor([[1.0, -2.0]], dtype=torch.float64), torch.tensor([0.5], dtype=torch.float64)
+    X = [[1.0, 1.0], [0.0, 2.0]]  # a nested list is converted
+    out = nets.mlp_forward([(W, b)], X)
+    assert out.dtype == torch.float64 and out[:, 0].tolist() == [-0.5, -3.5]
+    # float32 input into a float64 net is evaluated in float64, and vice versa
+    X32 = torch.tensor([[0.1, 0.2]], dtype=torch.float32)
+    assert nets.mlp_forward([(W, b)], X32).dtype == torch.float64
+    assert nets.mlp_forward([(W.float(), b.float())], X32.double()).dtype == torch.float32
+    assert nets.mlp_forward(nets.init_mlp([2, 3, 1], 0, dtype=torch.float64), X32).dtype == torch.float64
+    assert nets.mlp_forward(_T, torch.zeros(0, 2)).shape == (0, 1)  # an empty batch: an empty result
+
+
+def test_init_dtype_bias_flags_and_batched_scale():
+    p = nets.init_mlp([2, 3, 1], seed=0, dtype=torch.float64, requires_grad=True)
+    assert all(W.dtype == b.dtype == torch.float64 for W, b in p)
+    assert all(W.requires_grad and b.requires_grad for W, b in p)
+    p = nets.init_mlp([2, 3, 1], seed=0, requires_grad=True, bias=False)
+    assert all(W.requires_grad and not b.requires_grad for W, b in p)
+    m = nets.BatchedMLP([2, 3, 1], n_models=2, scale=0.5, dtype=torch.float64)
+    ref = nets.init_mlp([2, 3, 1], 1, scale=0.5, dtype=torch.float64)
+    W, b = m.model_params(1)[0]
+    assert W.dtype == torch.float64 and torch.equal(W, ref[0][0]) and torch.equal(m.model_params(1)[1][0], ref[1][0])
+
+
+def test_batched_leaky_and_linear_by_hand():
+    for act, slope in (("leaky_relu", 0.2), ("linear", 0.0), ("relu", 0.0)):
+        m = nets.BatchedMLP([1, 2, 1], seeds=[0], activation=act, negative_slope=slope, dtype=torch.float64)
+        with torch.no_grad():
+            m.weights[0].copy_(torch.tensor([[[1.0], [-1.0]]]))
+            m.biases[0].zero_()
+            m.weights[1].copy_(torch.tensor([[[1.0, 1.0]]]))
+            m.biases[1].fill_(0.5)
+        x = torch.tensor([[2.0]], dtype=torch.float64)
+        # units 2 and -2: relu 2 + 0; leaky 2 - 0.4; linear 2 - 2; plus the bias 0.5
+        want = {"leaky_relu": 2.1, "linear": 0.5, "relu": 2.5}[act]
+        assert float(m(x).detach()[0, 0, 0]) == pytest.approx(want)
+        assert m(torch.zeros(0, 1, dtype=torch.float64)).shape == (1, 0, 1)
+
+
+def test_permute_and_rescale_by_hand():
+    W1, b1 = torch.tensor([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]), torch.tensor([1.0, 2.0, 3.0])
+    W2, b2 = torch.tensor([[10.0, 20.0, 30.0]]), torch.tensor([0.5])
+    p = nets.permute_hidden([(W1, b1), (W2, b2)], 0, np.array([2, 0, 1]))  # numpy perm works
+    assert p[0][1].tolist() == [3.0, 1.0, 2.0] and p[1][0].tolist() == [[30.0, 10.0, 20.0]]
+    assert p[0][0].tolist() == [[1.0, 1.0], [1.0, 0.0], [0.0, 1.0]] and p[1][1].tolist() == [0.5]
+    W1d = W1.double()
+    r = nets.rescale_hidden([(W1d, b1.double()), (W2.double(), b2.double())], 0, [2.0, 0.5, 1.0])
+    assert r[0][0].dtype == torch.float64 and r[0][1].tolist() == [2.0, 1.0, 3.0]
+    assert r[1][0].tolist() == [[5.0, 40.0, 30.0]]
+    # a hidden layer whose width differs from its input width: the permutation's length is the width
+    p3 = nets.permute_hidden(nets.init_mlp([2, 3, 1], 0), 0, [1, 2, 0])
+    assert p3[0][0].shape == (3, 2)
+
+
+def test_float64_path_by_hand():
+    net = _np_net()
+    X = np.array([[1.0, 1.0], [2.0, -1.0]])
+    # hidden pre-activations: x1 - x2, 0.5 x1 + 2 x2 - 1, x2 + 0.5
+    pre = nets.preactivations_f64(net, X)
+    assert np.allclose(pre[0], [[0.0, 1.5, 1.5], [3.0, -2.0, -0.5]])
+    out = nets.forward_f64(net, X, alpha=0.5)
+    h = np.where(pre[0] >= 0, pre[0], 0.5 * pre[0])
+    assert np.allclose(out[:, 0], h @ [1.0, 2.0, -1.0] + 0.25)
+    assert np.allclose(nets.forward_f64(net, X)[:, 0], [0 + 3.0 - 1.5 + 0.25, 3.0 + 0 - 0 + 0.25])
+    assert nets.activation_patterns(net, X).tolist() == [[True, True, True], [True, False, False]]
+    tnet = [(torch.from_numpy(W), torch.from_numpy(b)) for W, b in net]
+    got = nets.as_float64_params(tnet)
+    assert all(isinstance(W, np.ndarray) and W.dtype == np.float64 for W, _ in got)
+    assert nets.leaky_np(np.array([-2.0, 0.0, 3.0]), 0.25).tolist() == [-0.5, 0.0, 3.0]
+    assert nets.check_leak(0) == 0.0 and nets.check_leak(0.3) == 0.3
