@@ -272,6 +272,9 @@ def test_w_delta_and_monotonicity_counts():
 def test_configs():
     assert D.CONFIGS.chapter == "distillation"
     assert D.CONFIGS.paper.bias_source == "mnist" and D.CONFIGS.quick.bias_source == "digits"
+    # the fixed-budget learners are the same learners at every scale (the chapter compares quick and full rows)
+    for name in ("hard_steps", "mono_hard_steps"):
+        assert getattr(D.CONFIGS.quick, name) == getattr(D.CONFIGS.full, name) == getattr(D.CONFIGS.paper, name)
 
 
 # ----------------------------------------------------------------------------- paper-scale shapes
