@@ -189,6 +189,26 @@ def grad_sandwich(params, X, Y, k: int) -> tuple[float, float, float]:
     return float(lower * res), grad, float(upper * res)
 
 
+def backprop_gradient(params, X, Y, k: int) -> np.ndarray:
+    """The gradient of ``Phi = 1/2 ||F_L - Y||_F^2`` with respect to ``W_{k+1}`` by the backpropagation
+    formulas of Lemma 2.6.2 (sigmoid hidden layers, linear output), in numpy: ``Delta_L = F_L - Y``,
+    ``Delta_l = (Delta_{l+1} W_{l+1}) * s'(G_l)``, and ``grad W_{k+1} = (F_k^T Delta_{k+1})^T`` (the thesis'
+    proof misprints ``F_L^T``). Same shape as ``W_{k+1}``; ``k`` in ``0..L-1`` (``F_0 = X``)."""
+    params = as_float64_params(params)
+    X = V.array(X, "X", ndim=2, shape=(None, params[0][0].shape[1]))
+    Y = V.array(Y, "Y", ndim=2, shape=(X.shape[0], params[-1][0].shape[0]))
+    k = V.integer(k, "k", min=0, max=len(params) - 1)
+    F, G = [X], []
+    for W, b in params[:-1]:
+        G.append(F[-1] @ W.T + b)
+        F.append(0.5 * (1.0 + np.tanh(0.5 * G[-1])))
+    delta = F[-1] @ params[-1][0].T + params[-1][1] - Y
+    for l in range(len(params) - 1, k, -1):
+        s = F[l]
+        delta = (delta @ params[l][0]) * s * (1.0 - s)
+    return (F[k].T @ delta).T
+
+
 # ---------------------------------------------------------------------------------------------
 # Table 2.2 in miniature: a tiny CNN (conv 3x3 -> max-pool 2 -> conv 2x2 -> FC), sigmoid
 

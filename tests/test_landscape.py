@@ -173,6 +173,15 @@ def test_grad_sandwich_matches_backprop_and_bounds():
     lower, grad, upper = LS.grad_sandwich(params, X, Y, 1)
     g, _ = manual_gradient(params, X, Y, 1)
     assert np.isclose(grad, np.linalg.norm(g))
+    for k in range(4):  # Lemma 2.6.2 in lib against torch autograd, every layer
+        Ws = [torch.tensor(W, requires_grad=True) for W, _ in params]
+        Z = torch.tensor(X)
+        for l in range(3):
+            Z = torch.sigmoid(Z @ Ws[l].T + torch.tensor(params[l][1]))
+        (0.5 * ((Z @ Ws[3].T + torch.tensor(params[3][1]) - torch.tensor(Y)) ** 2).sum()).backward()
+        assert np.allclose(LS.backprop_gradient(params, X, Y, k), Ws[k].grad.numpy())
+    with pytest.raises(ValueError, match="k"):
+        LS.backprop_gradient(params, X, Y, 4)
     assert 0 < lower <= grad <= upper
 
 
