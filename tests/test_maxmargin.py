@@ -444,3 +444,108 @@ def test_sampler_redraws_when_the_first_points_share_a_label():
     z = np.array([1.0, -1.0, 1.0])
     assert set(y) == {-1.0, 1.0} and X.shape == (12, 3)
     assert np.all(y[:, None] * X >= 0) and np.all(X @ z >= 0)  # +1 in the first orthant, -1 opposite
+
+
+# ---- every error message names its argument (what a user reads) --------------------------------
+
+_X = np.array([[1.0, 0.5], [0.5, 1.0], [-1.0, -0.5], [-0.5, -1.0]])
+_y = np.array([1.0, 1.0, -1.0, -1.0])
+_W = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]])
+_a = np.array([1.0, 1.0, -1.0])
+_P = lambda: mm.default_init([(3, 2), (1, 3)], 2, 0, 0.1)  # noqa: E731
+_Xt = torch.tensor(_X).expand(2, -1, -1)
+_yt = torch.tensor(_y).expand(2, -1)
+_MM_BAD = [
+    (lambda: mm.max_margin("abc"), r"^X must be"),
+    (lambda: mm.max_margin(np.ones(3)), r"^X must be an array with 2 dimensions"),
+    (lambda: mm.G_value(np.ones(3), _X, _y), r"^W must be an array with 2 dimensions"),
+    (lambda: mm.pm_max_margin(_X, _y[:3]), r"^y must have shape \(4,\), got \(3,\)$"),
+    (lambda: mm.pm_max_margin(_X, [1.0, 2.0, -1.0, -1.0]), r"^y must contain only the labels \+1 and -1$"),
+    (lambda: mm.pm_max_margin(_X, [1.0, float("nan"), -1.0, -1.0]), r"^y must contain only the labels \+1 and -1$"),
+    (lambda: mm.pm_max_margin(_X, np.ones(4)), r"^y must contain both classes \(\+1 and -1\)$"),
+    (lambda: mm.pm_max_margin(_X, "abcd"), r"^y must be"),
+    (lambda: mm.gamma_star([1.0, 0.0], [0.0]), r"^w_minus must be an array of shape \(2,\)"),
+    (lambda: mm.gamma_star("ab", [0.0, 1.0]), r"^w_plus must be"),
+    (lambda: mm.norm_split(_W, [1.0, 1.0]), r"^a must be a finite vector with one entry per row of W \(3\), got"),
+    (lambda: mm.norm_split(_W, [1.0, float("nan"), 1.0]), r"^a must be a finite vector with one entry per row of W \(3\)"),
+    (lambda: mm.norm_split(_W, np.ones(3)), r"^norm_split needs neurons with both signs of a$"),
+    (lambda: mm.orthogonally_separable_gaussian(1, 3), r"^n must be"),
+    (lambda: mm.orthogonally_separable_gaussian(5, 1), r"^d must be"),
+    (lambda: mm.orthogonally_separable_gaussian(5, 3, seed=-1), r"^seed must be"),
+    (lambda: mm.is_orthogonally_separable(_X, _y, tol=-1.0), r"^tol must be"),
+    (lambda: mm.max_margin(np.array([[1.0], [-1.0]])), r"^infeasible: no w satisfies X @ w >= 1"),
+    (lambda: mm.activation_patterns(np.ones((2, 3)), _X), r"^W has 3 columns but X has 2$"),
+    (lambda: mm.G_value(np.ones((2, 3)), _X, _y), r"^W has 3 columns but X has 2$"),
+    (lambda: mm.sector_is_feasible(_X, [1.0, 1.0, 2.0, 0.0]), r"^sigma must hold only -1, 0 and 1, got"),
+    (lambda: mm.sector_is_feasible(_X, [1.0, 1.0]), r"^sigma must be an array of shape \(4,\)"),
+    (lambda: mm.extremal_directions(_X, _y, n_starts=0), r"^n_starts must be"),
+    (lambda: mm.extremal_directions(_X, _y, max_iter=0), r"^max_iter must be"),
+    (lambda: mm.extremal_directions(_X, _y, seed="x"), r"^seed must be"),
+    (lambda: mm.default_init([(3, 2)], 2, 0, 0.0), r"^scale must be"),
+    (lambda: mm.default_init([(3, 2)], 0, 0, 0.1), r"^n_models must be"),
+    (lambda: mm.default_init([(3, 2)], 2, -1, 0.1), r"^seed must be"),
+    (lambda: mm.default_init([], 2, 0, 0.1), r"^shapes must be"),
+    (lambda: mm.default_init([3], 2, 0, 0.1), r"^shapes\[0\] must be a pair \(d_out, d_in\), got 3$"),
+    (lambda: mm.default_init([(3, 2), (0, 3)], 2, 0, 0.1), r"^shapes\[1\] d_out must be"),
+    (lambda: mm.default_init([(3, 0)], 2, 0, 0.1), r"^shapes\[0\] d_in must be"),
+    (lambda: mm.balanced_init(2, 3, 2, 0.0, 0), r"^lam must be"),
+    (lambda: mm.balanced_init(0, 3, 2, 0.1, 0), r"^n_models must be"),
+    (lambda: mm.balanced_init(2, 0, 2, 0.1, 0), r"^width must be"),
+    (lambda: mm.balanced_init(2, 3, 0, 0.1, 0), r"^d must be"),
+    (lambda: mm.balanced_init(2, 3, 2, 0.1, -1), r"^seed must be"),
+    (lambda: mm.two_layer_forward(_P()[:1], _Xt), r"^params must be"),
+    (lambda: mm.two_layer_forward([_P()[0], "a"], _Xt), r"^params\[1\] must be a torch.Tensor"),
+    (lambda: mm.two_layer_forward([_P()[0].long(), _P()[1]], _Xt), r"^params\[0\] must be a floating-point tensor"),
+    (lambda: mm.two_layer_forward([_P()[0][0], _P()[1]], _Xt), r"^params\[0\] must be W of shape \(S, p, d\), got"),
+    (lambda: mm.two_layer_forward(_P() + [_P()[1]], _Xt), r"^params must be \[W \(S, p, d\), a \(S, p\)\]$"),
+    (lambda: mm.two_layer_forward(_P(), torch.ones(4, 3, dtype=torch.float64)),
+     r"^X must have 2 columns \(the d of params\[0\]\), got"),
+    (lambda: mm.two_layer_forward(_P(), torch.ones(4, dtype=torch.float64)), r"^X must be an array with 2 or 3 dimensions"),
+    (lambda: mm.residual_shapes(2, 3, 1), r"^depth must be"),
+    (lambda: mm.residual_shapes(0, 3, 2), r"^d must be"),
+    (lambda: mm.residual_shapes(2, 0, 2), r"^width must be"),
+    (lambda: mm.log_loss(mm.two_layer_forward, _P(), _Xt[:1], _yt), r"^X must be \(2, n, d\) and y \(2, n\) for 2 models, got"),
+    (lambda: mm.log_loss(mm.two_layer_forward, _P(), _Xt, _yt * 2), r"^X must be finite and y must hold labels \+-1$"),
+    (lambda: mm.log_loss(None, _P(), _Xt, _yt), r"^forward must be"),
+    (lambda: mm.train_sgd(mm.two_layer_forward, _P(), _Xt, _yt, 0.0, 2, 1, 0, progress=False), r"^lr must be"),
+    (lambda: mm.train_sgd(mm.two_layer_forward, _P(), _Xt, _yt, 0.1, 5, 1, 0, progress=False), r"^batch_size must be"),
+    (lambda: mm.train_sgd(mm.two_layer_forward, _P(), _Xt, _yt, 0.1, 2, -1, 0, progress=False), r"^epochs must be"),
+    (lambda: mm.train_sgd(mm.two_layer_forward, _P(), _Xt, _yt, 0.1, 2, 1, -1, progress=False), r"^seed must be"),
+    (lambda: mm.train_sgd(3, _P(), _Xt, _yt, 0.1, 2, 1, 0, progress=False), r"^forward must be"),
+    (lambda: mm.train_normalized_gd(mm.two_layer_forward, _P(), _Xt, _yt, [], progress=False), r"^schedule must be"),
+    (lambda: mm.train_normalized_gd(mm.two_layer_forward, _P(), _Xt, _yt, [0.1], progress=False),
+     r"^schedule must list \(eta, steps\) pairs, got"),
+    (lambda: mm.train_normalized_gd(mm.two_layer_forward, _P(), _Xt, _yt, [(0.0, 2)], progress=False), r"^schedule eta must be"),
+    (lambda: mm.train_normalized_gd(mm.two_layer_forward, _P(), _Xt, _yt, [(0.1, -2)], progress=False), r"^schedule steps must be"),
+    (lambda: mm.train_normalized_gd(mm.two_layer_forward, _P(), _Xt, _yt, [(0.1, 2)], relative="x", progress=False),
+     r"^relative must be"),
+    (lambda: mm.train_normalized_gd("f", _P(), _Xt, _yt, [(0.1, 2)], progress=False), r"^forward must be"),
+    (lambda: mm.neuron_alignment(_W, _a, [1.0, 0.0], [0.0, 1.0], mode="x"), r"^mode must be one of"),
+    (lambda: mm.normalized_output(_W, _a, np.ones((2, 3))), r"^X has 3 columns but W has 2$"),
+    (lambda: mm.top_singular_values(_W, k=0), r"^k must be"),
+    (lambda: mm.project_top2(np.ones((1, 2))), r"^W needs at least 2 rows and 2 columns, got \(1, 2\)$"),
+    (lambda: mm.Table31CNN(image_size=3), r"^image_size must be an int >= 4, got 3$"),
+    (lambda: mm.Table31CNN(image_size=8, fc_scale=0.0), r"^fc_scale must be"),
+    (lambda: mm.Table31CNN(image_size=8, seed=-1), r"^seed must be"),
+    (lambda: mm.Table31CNN(image_size=8)(torch.ones(2, 8, 8)), r"^X must be images of shape \(n, 1, H, W\), got \(2, 8, 8\)$"),
+    (lambda: mm.Table31CNN(image_size=8)("abc"), r"^X must be a torch.Tensor"),
+    (lambda: mm.train_adam("m", torch.ones(2, 1, 8, 8), torch.ones(2), 1, progress=False), r"^model must be a torch.nn.Module"),
+    (lambda: mm.train_adam(mm.Table31CNN(8), "abc", torch.ones(2), 1, progress=False), r"^X must be"),
+    (lambda: mm.train_adam(mm.Table31CNN(8), torch.ones(2, 1, 8, 8), "abc", 1, progress=False), r"^y must be"),
+    (lambda: mm.train_adam(mm.Table31CNN(8), torch.ones(2, 1, 8, 8), torch.ones(2), 0, progress=False), r"^epochs must be"),
+    (lambda: mm.train_adam(mm.Table31CNN(8), torch.ones(2, 1, 8, 8), torch.ones(2), 1, batch_size=0, progress=False),
+     r"^batch_size must be"),
+    (lambda: mm.train_adam(mm.Table31CNN(8), torch.ones(2, 1, 8, 8), torch.ones(2), 1, lr=0.0, progress=False), r"^lr must be"),
+    (lambda: mm.train_adam(mm.Table31CNN(8), torch.ones(2, 1, 8, 8), torch.ones(2), 1, seed=-1, progress=False), r"^seed must be"),
+    (lambda: mm.train_adam(mm.Table31CNN(8), torch.ones(2, 1, 8, 8), torch.ones(3), 1, progress=False),
+     r"^X and y must be non-empty, of equal length, with labels \+-1$"),
+    (lambda: mm.two_layer_report(_W, _a, _X, _y, np.ones((2, 3))), r"^X_test must have 2 columns like X, got"),
+    (lambda: mm.two_layer_report(_W, _a, _X, _y, _X, big=1.5), r"^big must be"),
+]
+
+
+@pytest.mark.parametrize("i", range(len(_MM_BAD)))
+def test_error_messages_name_the_argument(i):
+    call, pattern = _MM_BAD[i]
+    with pytest.raises((ValueError, TypeError), match=pattern):
+        call()
