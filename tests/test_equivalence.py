@@ -360,3 +360,88 @@ def test_check_transparent_finds_non_transparent_nets():
     W1, W2 = np.array([[1.0, 0, 0], [0, 1.0, 0]]), np.array([[1.0, 1.0]])
     assert not E.check_transparent([(W1, np.zeros(2)), (W2, np.zeros(1))])
     assert E.check_transparent([(W1, np.array([1.5, 0.0])), (W2, np.zeros(1))])
+
+
+# ---- every error message names its argument (what a user reads) --------------------------------
+
+_N = E.random_network([2, 3, 1], seed=0)
+_N2 = E.random_network([2, 3, 2], seed=0)
+_EQ_BAD = [
+    (lambda: E.random_network([2, 3, 1], seed=0, bias_std=-1.0), r"^bias_std must be"),
+    (lambda: E.random_network([2, 3, 1], seed=-1), r"^seed must be"),
+    (lambda: E.random_network([2, 0, 1], seed=0), r"^widths\[i\] must be"),
+    (lambda: E.random_network("ab", seed=0), r"^widths must be"),
+    (lambda: E.random_network([2], seed=0), r"^widths must have >= 2 positive entries \(d_0, ..., d_L\), got \[2\]$"),
+    (lambda: E.identifiable_network([2, 1], seed=0), r"^Thm 2.1 needs at least one hidden layer$"),
+    (lambda: E.identifiable_network([2, 3, 1], seed=0), r"^Thm 2.1 needs d_0 >= d_1 >= ... >= d_\(L-1\) >= 2, got \[2, 3, 1\]$"),
+    (lambda: E.identifiable_network([2, 2, 1], seed=-1), r"^seed must be"),
+    (lambda: E.identifiable_network([2, 2, 1], seed=0, max_tries=0), r"^max_tries must be"),
+    (lambda: E.identifiable_network([2, 2, 1], seed=0, paths="x"), r"^paths must be"),
+    (lambda: E.identifiable_network([3, 2, 1], seed=0, paths=True),
+     r"^paths: the dependency paths are checked exactly only for 2-input networks, got \[3, 2, 1\]$"),
+    (lambda: E.identifiable_network([2, 2, 1], seed=0, domain=(1, -1)), r"^domain must be"),
+    (lambda: E.apply_symmetry(_N, [], [np.ones(3)]), r"^need one permutation and one scale vector per hidden layer \(1\)$"),
+    (lambda: E.apply_symmetry(_N, [np.arange(3)], []), r"^need one permutation and one scale vector per hidden layer \(1\)$"),
+    (lambda: E.apply_symmetry(_N, None, [np.ones(3)]), r"^perms must be"),
+    (lambda: E.apply_symmetry(_N, [np.arange(3)], None), r"^scales must be"),
+    (lambda: E.apply_symmetry(_N, [np.array([0, 0, 1])], [np.ones(3)]), r"^perms\[0\] must be a permutation of range\(3\)$"),
+    (lambda: E.apply_symmetry(_N, [np.arange(2)], [np.ones(3)]), r"^perms\[0\] must be a permutation of range\(3\)$"),
+    (lambda: E.apply_symmetry(_N, [np.arange(3)], [np.array([1.0, 0.0, 1.0])]), r"^scales\[0\] must be 3 finite non-zero numbers$"),
+    (lambda: E.apply_symmetry(_N, [np.arange(3)], [np.array([1.0, np.inf, 1.0])]), r"^scales\[0\] must be 3 finite non-zero numbers$"),
+    (lambda: E.apply_symmetry(_N, [np.arange(3)], [np.ones(2)]), r"^scales\[0\] must be 3 finite non-zero numbers$"),
+    (lambda: E.random_symmetry(_N, seed=-1), r"^seed must be"),
+    (lambda: E.random_symmetry(_N, seed=0, log_std=-1.0), r"^log_std must be"),
+    (lambda: E.align(_N, E.random_network([2, 4, 1], seed=0)),
+     r"^params_a and params_b: architectures differ: \[2, 3, 1\] vs \[2, 4, 1\]$"),
+    (lambda: E.align("ab", _N), r"^params_a must be"),
+    (lambda: E.align(_N, "ab"), r"^params_b must be"),
+    (lambda: E.equivalent(_N, _N, atol=-1.0), r"^atol must be"),
+    (lambda: E.param_jacobian(_N2, X2[:4]), r"^param_jacobian needs a scalar output \(d_L = 1\)$"),
+    (lambda: E.param_jacobian(_N, X2[:4], alpha=1.0), r"^alpha"),
+    (lambda: E.jacobian_rank(_N, X2[:4], rel_tol=0.0), r"^rel_tol must be"),
+    (lambda: E.jacobian_deficit(_N, X2[:4], rel_tol=-1.0), r"^rel_tol must be"),
+    (lambda: E.linear_regions_2d(E.random_network([3, 2, 1], seed=0)), r"^params: linear_regions_2d needs a 2-input network$"),
+    (lambda: E.linear_regions_2d(_N, domain=(0, 0)), r"^domain must be"),
+    (lambda: E.check_general(_N, max_products=0), r"^max_products must be"),
+    (lambda: E.check_general(E.random_network([2, 4, 4, 1], seed=0), max_products=4),
+     r"^check_general enumerates \d+ indicator products \(> 4\)"),
+    (lambda: E.check_transparent(_N, n_samples=0), r"^n_samples must be"),
+    (lambda: E.check_transparent(_N, seed=-1), r"^seed must be"),
+    (lambda: E.dependency_paths(E.random_network([3, 2, 1], seed=0)), r"^params: dependency_paths needs a 2-input network$"),
+    (lambda: E.CountingOracle(3), r"^f must be"),
+    (lambda: E.CountingOracle(lambda X: X)(np.ones(3)), r"^X must be an array with 2 dimensions"),
+    (lambda: E.recover(3, 2), r"^f must be"),
+    (lambda: E.recover(lambda X: X[:, 0], 0), r"^input_dim must be"),
+    (lambda: E.recover(lambda X: X[:, 0], 2, n_lines=0), r"^n_lines must be"),
+    (lambda: E.recover(lambda X: X[:, 0], 2, seed=-1), r"^seed must be"),
+    (lambda: E.recover(lambda X: X[:, 0], 2, max_layers=0), r"^max_layers must be"),
+    (lambda: E.recover(lambda X: X[:, 0], 2, max_attempts=0), r"^max_attempts must be"),
+    (lambda: E.recover(lambda X: X[:, :, None], 2), r"^f must map \(n, 2\) inputs to \(n,\) or \(n, d_L\), got shape"),
+    (lambda: E.recover(lambda X: X[:, 0] * np.nan, 2), r"^f returned NaN or infinite values$"),
+    (lambda: E.flip_sets(_N, rel_tol=0.0), r"^rel_tol must be"),
+    (lambda: E.flip_sets(_N, max_width=0), r"^max_width must be"),
+    (lambda: E.flip_sets(_N, domain=(1, 1)), r"^domain must be"),
+    (lambda: E.flip_sets(E.random_network([2, 2, 2, 1], seed=0)),
+     r"^params: flip_sets needs a one-hidden-layer network, got widths \[2, 2, 2, 1\]$"),
+    (lambda: E.flip_sets(_N, max_width=2), r"^params: 3 hidden units means 2\^3 subsets \(> 2\^2\); use a narrower net$"),
+    (lambda: E.one_layer_network([2, 3, 3, 1], seed=0), r"^widths must be \(d_0, d_1, d_2\) for one hidden layer, got \[2, 3, 3, 1\]$"),
+    (lambda: E.one_layer_network([2, 3, 1], seed=-1), r"^seed must be"),
+    (lambda: E.one_layer_network([2, 3, 1], seed=0, domain="ab"), r"^domain must be"),
+    (lambda: E.recover_one_hidden_layer(3, 2), r"^f must be"),
+    (lambda: E.recover_one_hidden_layer(lambda X: X[:, 0], 0), r"^input_dim must be"),
+    (lambda: E.recover_one_hidden_layer(lambda X: X[:, 0], 2, n_lines=0), r"^n_lines must be"),
+    (lambda: E.recover_one_hidden_layer(lambda X: X[:, 0], 2, seed=-1), r"^seed must be"),
+    (lambda: E.recover_one_hidden_layer(lambda X: X[:, 0] + 1.0, 2),
+     r"^f has no fold that is a full hyperplane: no hidden unit to recover$"),
+    (lambda: E.counterexample("nope"), r"^name \(the counterexample\) must be one of"),
+    (lambda: E.counterexample("dead_neuron", delta=0.0), r"^delta must be a non-zero number with \|delta\| <= 0.5, got 0.0$"),
+    (lambda: E.counterexample("dead_neuron", delta=0.6), r"^delta must be a non-zero number with \|delta\| <= 0.5, got 0.6$"),
+    (lambda: E.counterexample("dead_neuron", delta="x"), r"^delta must be a non-zero number"),
+]
+
+
+@pytest.mark.parametrize("i", range(len(_EQ_BAD)))
+def test_error_messages_name_the_argument(i):
+    call, pattern = _EQ_BAD[i]
+    with pytest.raises((ValueError, TypeError, RuntimeError), match=pattern):
+        call()
