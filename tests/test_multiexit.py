@@ -287,3 +287,32 @@ def test_annealer_stops_at_the_closed_form_temperature():
     assert h["conf"][:, 0] == pytest.approx(np.full(200, raw), rel=1e-5)  # the logged raw confidence (tau = 1)
     tempered = np.exp(6 / np.array([1.0] + taus[:-1]))
     assert h["adj_conf"][:, 0] == pytest.approx(tempered / (tempered + 3), rel=1e-4)
+
+
+def test_semi_supervised_training_weights_follow_eq_6_6(monkeypatch):
+    # Each batch holds b labelled and b unlabelled points; eq. (6.6) averages the distillation term over all
+    # N' = n + n_u points, so the labelled points share n/N' of its weight and the unlabelled ones n_u/N'.
+    from dataclasses import replace
+    seen = []
+    orig = me.multiexit_objective
+
+    def spy(logits, y, distill, tau=1.0, teachers="last", dist_weights=None):
+        seen.append((y.clone(), None if dist_weights is None else dist_weights.clone()))
+        return orig(logits, y, distill, tau, teachers, dist_weights)
+
+    monkeypatch.setattr(me, "multiexit_objective", spy)
+    g = torch.Generator().manual_seed(0)
+    n, n_u = 12, 36
+    X, y = torch.randn(2, n, 1, 8, 8, generator=g), torch.randint(0, 10, (2, n), generator=g)
+    cfg = replace(me.CONFIGS.quick, epochs=1, batch_size=8)
+    me.train_multiexit(me.MultiExitCNN(seeds=[0, 1]), X, y, [True, True], cfg,
+                       X_unl=torch.randn(2, n_u, 1, 8, 8, generator=g), progress=False)
+    assert len(seen) == 2  # batches of 8 and 4 labelled points
+    for yb, w in seen:
+        lab = yb != -100
+        assert torch.allclose(w.sum(-1), torch.ones(2))
+        assert torch.allclose((w * lab).sum(-1), torch.full((2,), n / (n + n_u)))
+        assert torch.allclose(w[lab], w[lab][0].expand(int(lab.sum()))) and torch.allclose(w[~lab], w[~lab][0].expand(int((~lab).sum())))
+    seen.clear()
+    me.train_multiexit(me.MultiExitCNN(seeds=[0, 1]), X, y, [True, True], cfg, progress=False)
+    assert all(w is None for _, w in seen)  # fully supervised: the plain mean over the batch
