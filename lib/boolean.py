@@ -1017,8 +1017,7 @@ def climb_max_swaps(n: int, restarts: int, seed: int = 0, max_steps: int = 30, s
     from tqdm.auto import tqdm
 
     n = _check_n(n)
-    if not isinstance(restarts, int) or restarts < 1:
-        raise ValueError(f"restarts must be a positive int, got {restarts!r}")
+    restarts = V.positive_int(restarts, "restarts")
     seed = V.seed(seed)
     max_steps, sideways = V.nonnegative_int(max_steps, "max_steps"), V.nonnegative_int(sideways, "sideways")
     rng = np.random.default_rng(seed)

@@ -298,3 +298,115 @@ def test_stacked_mlp_initialisations():
     assert float(W.std()) == pytest.approx(1 / np.sqrt(12), rel=0.02)
     with pytest.raises(ValueError, match="^init "):
         B.StackedMLP([4, 8, 1], 2, 0.1, 0, init="xavier")
+
+
+# ---- Table 3.2's sign patterns by hand; every error message names its argument -------------------
+
+def test_relu_sign_pattern_by_hand():
+    # net 0: unit 0 (w 1, b 0.5): b +, b+w 1.5 +, b-w -0.5 -; unit 1 (w 0.5, b -0.2): -0.2 -, 0.3 +, -0.7 -
+    # net 1: unit 0 (w -1, b 0.1): +, -0.9 -, 1.1 +; unit 1 (w 2, b 0.3): +, 2.3 +, -1.7 -
+    w = np.array([[1.0, -1.0], [0.5, 2.0]])
+    b = np.array([[0.5, 0.1], [-0.2, 0.3]])
+    assert B.relu_sign_pattern(w, b).tolist() == ["++--+-", "+-+++-"]
+    # a zero pre-activation counts as active (>= 0)
+    assert B.relu_sign_pattern(np.zeros((2, 1)), np.zeros((2, 1))).tolist() == ["++++++"]
+    assert B.relu_sign_pattern(np.ones((2, 1)), -np.ones((2, 1))).tolist() == ["-+--+-"]
+
+
+_tab = np.array([0, 1, 1, 0])
+_B_BAD = [
+    (lambda: B.check_tables(_tab, max_n=0), r"^max_n must be"),
+    (lambda: B.check_tables(np.zeros(6)), r"^tables \(truth table\) must have a length that is a power of two 2\*\*n with n >= 1, got 6$"),
+    (lambda: B.check_tables(np.zeros(1)), r"^tables \(truth table\) must have a length that is a power of two 2\*\*n with n >= 1, got 1$"),
+    (lambda: B.check_tables(np.zeros(8), max_n=2), r"^tables \(truth table\): truth tables of n = 3 inputs are not supported here \(at most n = 2\)$"),
+    (lambda: B.check_tables(np.array([0.0, np.nan]), name="t"), r"^t \(truth table\) contains NaN$"),
+    (lambda: B.check_tables(np.array([0, 2])), r"^tables \(truth table\) must hold only the values 0 or 1$"),
+    (lambda: B.check_tables("ab"), r"^tables \(truth table\) must be"),
+    (lambda: B.cube(0), r"^n \(the number of inputs\) must be"),
+    (lambda: B.table_to_id(np.zeros((2, 4))), r"^table_to_id takes one truth table$"),
+    (lambda: B.truth_table([], 2), r"^ids must be non-empty"),
+    (lambda: B.truth_table([0.5], 2), r"^ids must be a non-empty integer array, got"),
+    (lambda: B.truth_table([16], 2), r"^ids must lie in \[0, 2\*\*4\) for n = 2$"),
+    (lambda: B.truth_table([-1], 2), r"^ids must lie in \[0, 2\*\*4\) for n = 2$"),
+    (lambda: B.npn_class_id(np.zeros((2, 4))), r"^npn_class_id takes one truth table; use npn_class_ids_all"),
+    (lambda: B.swaps_many(np.zeros((2, 4)), batch=0), r"^batch must be"),
+    (lambda: B.swaps(np.zeros((2, 4))), r"^swaps takes one truth table; use swaps_many for a batch$"),
+    (lambda: B.swaps_branch_and_bound(np.array([0, 1])), r"^swaps_branch_and_bound takes one truth table of n >= 2 inputs$"),
+    (lambda: B.swaps_branch_and_bound(_tab, chunk=0), r"^chunk must be"),
+    (lambda: B.best_projection(np.zeros((2, 4))), r"^best_projection takes one truth table$"),
+    (lambda: B.changes_along(_tab, [1.0]), r"^w \(the direction\) must be an array of shape \(2,\)"),
+    (lambda: B.changes_along(_tab, [1.0, np.nan]), r"^direction w contains NaN or infinite values$"),
+    (lambda: B.changes_along(np.zeros((2, 4)), [1.0, 1.0]), r"^need one truth table and a direction of shape \(2,\), got \(2, 4\), \(2,\)$"),
+    (lambda: B.network_output("ab", np.ones((1, 2))), r"^params must be"),
+    (lambda: B.network_output([3], np.ones((1, 2))), r"^params\[0\] must be a \(W, b\) pair, got 3$"),
+    (lambda: B.network_output([(np.ones(2), np.zeros(1))], np.ones((1, 2))), r"^params\[0\] W must be an array with 2 dimensions"),
+    (lambda: B.network_output([(np.ones((1, 2)), np.zeros(2))], np.ones((1, 2))), r"^params\[0\] b must be an array of shape \(1,\)"),
+    (lambda: B.network_output([(np.ones((3, 2)), np.zeros(3)), (np.ones((1, 2)), np.zeros(1))], np.ones((1, 2))),
+     r"^params\[1\] W has 2 columns but layer 0 has 3"),
+    (lambda: B.network_output([(np.ones((1, 2)), np.zeros(1))], np.ones((1, 3))), r"^X must be an array of shape \(n, 2\)"),
+    (lambda: B.network_output([(np.ones((1, 2)), np.zeros(1))], np.ones((1, 2)), alpha=1.0), r"^alpha \(the leak\) must be"),
+    (lambda: B.interpolation_slopes(np.ones((2, 2)), 0.0), r"^slopes must be an array with 1 dimensions"),
+    (lambda: B.swaps_network(np.zeros((2, 4))), r"^swaps_network takes one truth table$"),
+    (lambda: B.sawtooth_network(0, 2), r"^width must be a positive int, got 0$"),
+    (lambda: B.sawtooth_network(2, 1.5), r"^depth must be a positive int, got 1.5$"),
+    (lambda: B.sawtooth_network(True, 2), r"^width must be a positive int, got True$"),
+    (lambda: B.parity_network(5, 2, 2), r"^n must be an int in \[1, width\*\*depth = 4\], got 5$"),
+    (lambda: B.parity_network(0, 2, 2), r"^n must be an int in \[1, width\*\*depth = 4\], got 0$"),
+    (lambda: B.parity_network(True, 2, 2), r"^n must be an int in \[1, width\*\*depth = 4\], got True$"),
+    (lambda: B.StackedMLP([2, 3, 1], 2, 0.1, 0, init="x"), r"^init must be one of"),
+    (lambda: B.StackedMLP("ab", 2, 0.1, 0), r"^widths must be"),
+    (lambda: B.StackedMLP([2, 3, 2], 2, 0.1, 0), r"^widths must be >= 2 positive ints ending in 1, got \[2, 3, 2\]$"),
+    (lambda: B.StackedMLP([1], 2, 0.1, 0), r"^widths must be >= 2 positive ints ending in 1, got \[1\]$"),
+    (lambda: B.StackedMLP([2, 0, 1], 2, 0.1, 0), r"^widths must be >= 2 positive ints ending in 1, got \[2, 0, 1\]$"),
+    (lambda: B.StackedMLP([2, 3, 1], 0, 0.1, 0), r"^n_nets must be"),
+    (lambda: B.StackedMLP([2, 3, 1], 2, 0.1, -1), r"^seed must be"),
+    (lambda: B.StackedMLP([2, 3, 1], 2, 0.1, 0).forward(torch.ones(4, 3)), r"^X must be an array of shape \(n, 2\)"),
+    (lambda: B.train_boolean_nets(_tab[None], 3, 1, 0.1, 2, 3, lr=0.0, progress=False), r"^lr must be"),
+    (lambda: B.train_boolean_nets(_tab[None], 3, 1, 0.1, 2, 3, seed=-1, progress=False), r"^seed must be"),
+    (lambda: B.train_boolean_nets(_tab[None], 3, 1, 0.1, 2, 3, compact_every=0, progress=False),
+     r"^compact_every must be a positive int, got 0$"),
+    (lambda: B.train_boolean_nets(_tab[None], 3, 1, 0.1, 0, 3, progress=False), r"^trials and epochs must be positive ints, got 0, 3$"),
+    (lambda: B.train_boolean_nets(_tab[None], 3, 1, 0.1, 2, 0, progress=False), r"^trials and epochs must be positive ints, got 2, 0$"),
+    (lambda: B.train_boolean_nets(_tab[None], 3, 1, 0.1, 2, 2.5, progress=False), r"^trials and epochs must be positive ints"),
+    (lambda: B.train_boolean_nets(_tab[None], 0, 1, 0.1, 2, 3, progress=False), r"^width and depth must be positive ints, got 0, 1$"),
+    (lambda: B.train_boolean_nets(_tab[None], 3, 0, 0.1, 2, 3, progress=False), r"^width and depth must be positive ints, got 3, 0$"),
+    (lambda: B.train_boolean_nets(_tab[None], 3, 1.5, 0.1, 2, 3, progress=False), r"^width and depth must be positive ints"),
+    (lambda: B.subnetworks("m", [(0,)], [0]), r"^model must be a StackedMLP"),
+    (lambda: B.subnetworks(B.StackedMLP([2, 3, 3, 1], 2, 0.1, 0), [(0,)], [0]), r"^subnetworks needs one-hidden-layer nets$"),
+    (lambda: B.subnetworks(B.StackedMLP([2, 3, 1], 2, 0.1, 0), [0], [0]), r"^subsets \(unit tuples of one size\) must be an array with 2"),
+    (lambda: B.subnetworks(B.StackedMLP([2, 3, 1], 2, 0.1, 0), [(0, 3)], [0]), r"^subsets: unit index out of range \[0, 3\)$"),
+    (lambda: B.subnetworks(B.StackedMLP([2, 3, 1], 2, 0.1, 0), [(0, -1)], [0]), r"^subsets: unit index out of range \[0, 3\)$"),
+    (lambda: B.subnetworks(B.StackedMLP([2, 3, 1], 2, 0.1, 0), [(0,)], [2]), r"^nets: net index out of range \[0, 2\)$"),
+    (lambda: B.subnetworks(B.StackedMLP([2, 3, 1], 2, 0.1, 0), [(0,)], [-1]), r"^nets: net index out of range \[0, 2\)$"),
+    (lambda: B.subnetworks(B.StackedMLP([2, 3, 1], 2, 0.1, 0), [(0,)], [[0]]), r"^nets \(net indices\) must be an array with 1"),
+    (lambda: B.prune_and_finetune(np.zeros((2, 4)), 3, 0.1, 2, 3, progress=False), r"^prune_and_finetune takes one truth table$"),
+    (lambda: B.prune_and_finetune(_tab, 3, 0.1, 2, 3, lr=0.0, progress=False), r"^lr must be"),
+    (lambda: B.prune_and_finetune(_tab, 3, 0.1, 2, 3, seed=-1, progress=False), r"^seed must be"),
+    (lambda: B.prune_and_finetune(_tab, 3, 0.1, 2, 3, max_width=4, progress=False), r"^need ints 1 <= max_width <= width, got 4, 3$"),
+    (lambda: B.prune_and_finetune(_tab, 3, 0.1, 2, 3, max_width=0, progress=False), r"^need ints 1 <= max_width <= width, got 0, 3$"),
+    (lambda: B.prune_and_finetune(_tab, 2.5, 0.1, 2, 3, max_width=1, progress=False), r"^need ints 1 <= max_width <= width"),
+    (lambda: B.prune_and_finetune(_tab, 3, 0.1, 0, 3, progress=False), r"^parents and epochs must be positive ints, got 0, 3$"),
+    (lambda: B.prune_and_finetune(_tab, 3, 0.1, 2, 0, progress=False), r"^parents and epochs must be positive ints, got 2, 0$"),
+    (lambda: B.prune_and_finetune(_tab, 3, 0.1, 2.5, 3, progress=False), r"^parents and epochs must be positive ints"),
+    (lambda: B.prune_and_finetune(_tab, 3, 0.1, 2, 3, finetune_epochs=0, progress=False), r"^finetune_epochs must be a positive int, got 0$"),
+    (lambda: B.xor1d_local_optima(0), r"^n_nets and steps must be positive ints, got 0, 500$"),
+    (lambda: B.xor1d_local_optima(2, steps=0), r"^n_nets and steps must be positive ints, got 2, 0$"),
+    (lambda: B.xor1d_local_optima(2, steps=2.5), r"^n_nets and steps must be positive ints"),
+    (lambda: B.xor1d_local_optima(2, lr=0.0), r"^lr must be"),
+    (lambda: B.xor1d_local_optima(2, seed=-1), r"^seed must be"),
+    (lambda: B.relu_sign_pattern(np.zeros((3, 2)), np.zeros((3, 2))), r"^w must be an array of shape \(2, n\)"),
+    (lambda: B.relu_sign_pattern(np.zeros((2, 2)), np.zeros((2, 3))), r"^b must be an array of shape \(2, 2\)"),
+    (lambda: B.climb_max_swaps(2, 0), r"^restarts must be an int >= 1, got 0$"),
+    (lambda: B.climb_max_swaps(2, True), r"^restarts must be an int, got True$"),
+    (lambda: B.climb_max_swaps(2, 1, seed=-1), r"^seed must be"),
+    (lambda: B.climb_max_swaps(2, 1, max_steps=-1), r"^max_steps must be"),
+    (lambda: B.climb_max_swaps(2, 1, sideways=-1), r"^sideways must be"),
+    (lambda: B.climb_max_swaps(0, 1), r"^n \(the number of inputs\) must be"),
+]
+
+
+@pytest.mark.parametrize("i", range(len(_B_BAD)))
+def test_error_messages_name_the_argument(i):
+    call, pattern = _B_BAD[i]
+    with pytest.raises((ValueError, TypeError), match=pattern):
+        call()
