@@ -186,3 +186,100 @@ def test_channel_prune_history():
     assert net.channels() == (2, 2, 2)  # the input model is not modified
     with pytest.raises(ValueError):
         P.channel_prune(net, X, y, X, y, finetune_epochs=-1)
+
+
+# ---- every error message names its argument (what a user reads) --------------------------------
+
+_Xb = torch.tensor(B.cube(2), dtype=torch.float32)
+_cnn = lambda: P.PrunableCNN(1, 8, channels=2, classes=3, seed=0)  # noqa: E731
+_img = torch.zeros(3, 1, 8, 8)
+_lab = torch.tensor([0, 1, 2])
+_P_BAD = [
+    (lambda: P.wilson_interval(1, 0), r"^trials must be"),
+    (lambda: P.wilson_interval(-1, 3), r"^successes must be"),
+    (lambda: P.wilson_interval(1, 3, z=0.0), r"^z must be"),
+    (lambda: P.wilson_interval(4, 3), r"^need 0 <= successes <= trials, got 4 of 3$"),
+    (lambda: P.wide_pruning_cell(13, 3, 2, 2, 1), r"^n must be an int in 1..12, got 13$"),
+    (lambda: P.wide_pruning_cell(0, 3, 2, 2, 1), r"^n must be an int in 1..12, got 0$"),
+    (lambda: P.wide_pruning_cell(2.0, 3, 2, 2, 1), r"^n must be an int in 1..12, got 2.0$"),
+    (lambda: P.wide_pruning_cell(2, 3, 2, 2, 0), r"^finetune_epochs must be"),
+    (lambda: P.wide_pruning_table("ab", [2], 2, 2, 1, lambda n, w: 0), r"^widths must be"),
+    (lambda: P.wide_pruning_table([0], [2], 2, 2, 1, lambda n, w: 0), r"^widths\[i\] must be"),
+    (lambda: P.wide_pruning_table([3], "ab", 2, 2, 1, lambda n, w: 0), r"^ns must be"),
+    (lambda: P.wide_pruning_table([3], [0], 2, 2, 1, lambda n, w: 0), r"^ns\[i\] must be"),
+    (lambda: P.wide_pruning_table([3], [2], 2, 2, 1, 3), r"^seed_of must be"),
+    (lambda: P.wide_pruning_table([3], [2], 2, 2, 0, lambda n, w: 0), r"^finetune_epochs must be"),
+    (lambda: P.wide_pruning_table([3], [2], 2, 2, 1, lambda n, w: 0, lr=0.0), r"^lr must be"),
+    (lambda: P.wide_pruning_table([2], [4], 2, 2, 1, lambda n, w: 0),
+     r"^no cell with n <= width \+ 1 in widths \[2\], ns \[4\]$"),
+    (lambda: P.MaskedMLP(2, 3, 0, 2, 0.1, 0), r"^depth must be"),
+    (lambda: P.MaskedMLP(0, 3, 1, 2, 0.1, 0), r"^n_in must be"),
+    (lambda: P.MaskedMLP(2, 0, 1, 2, 0.1, 0), r"^width must be"),
+    (lambda: P.MaskedMLP(2, 3, 1, 2, 0.1, 0).forward(torch.zeros(4, 3)), r"^X must be an array of shape \(n, 2\)"),
+    (lambda: P.MaskedMLP(2, 3, 1, 2, 0.1, 0).select([2]), r"^index must hold net indices in \[0, 2\), got \[2\]$"),
+    (lambda: P.MaskedMLP(2, 3, 1, 2, 0.1, 0).select([-1]), r"^index must hold net indices in \[0, 2\), got \[-1\]$"),
+    (lambda: P.MaskedMLP(2, 3, 1, 2, 0.1, 0).select([]), r"^index must be non-empty"),
+    (lambda: P.MaskedMLP(2, 3, 1, 2, 0.1, 0).assign([3], P.MaskedMLP(2, 3, 1, 1, 0.1, 0)),
+     r"^rows must hold net indices in \[0, 2\), got \[3\]$"),
+    (lambda: P.MaskedMLP(2, 3, 1, 2, 0.1, 0).assign([1], "m"), r"^other must be a MaskedMLP"),
+    (lambda: P.fit_masked("m", _Xb, torch.zeros(4), 2), r"^model must be a MaskedMLP"),
+    (lambda: P.fit_masked(P.MaskedMLP(2, 3, 1, 2, 0.1, 0), _Xb[:, :1], torch.zeros(4), 2), r"^X must be an array of shape \(n, 2\)"),
+    (lambda: P.fit_masked(P.MaskedMLP(2, 3, 1, 2, 0.1, 0), _Xb, torch.zeros(4, dtype=torch.long), 2), r"^y must be a floating-point"),
+    (lambda: P.fit_masked(P.MaskedMLP(2, 3, 1, 2, 0.1, 0), _Xb, torch.zeros(3), 2),
+     r"^y must hold one label per row of X \(4\), got"),
+    (lambda: P.fit_masked(P.MaskedMLP(2, 3, 1, 2, 0.1, 0), _Xb, torch.zeros(4), 0), r"^epochs must be"),
+    (lambda: P.fit_masked(P.MaskedMLP(2, 3, 1, 2, 0.1, 0), _Xb, torch.zeros(4), 2, lr=0.0), r"^lr must be"),
+    (lambda: P.architecture(torch.ones(3), torch.zeros(1, dtype=torch.bool), 2), r"^mask must be an array with 2 dimensions"),
+    (lambda: P.architecture(torch.ones(2, 3), torch.zeros(3, dtype=torch.bool), 2), r"^linear must be an array of shape \(2,\)"),
+    (lambda: P.architecture(torch.full((2, 3), 2.0), torch.zeros(2, dtype=torch.bool), 2), r"^mask must hold only 0 and 1, got"),
+    (lambda: P.architecture(torch.ones(2, 3), torch.zeros(2, dtype=torch.bool), 0), r"^n_in must be"),
+    (lambda: P.removal_candidates(torch.full((2, 3), 0.5), torch.zeros(2, dtype=torch.bool)), r"^mask must hold only 0 and 1"),
+    (lambda: P.pruned_network("m", 0), r"^model must be a MaskedMLP"),
+    (lambda: P.pruned_network(P.MaskedMLP(2, 3, 1, 2, 0.1, 0), 2), r"^net \(index\) must be"),
+    (lambda: P.deep_prune(13, 3, 1, 2, 1, 2, 1), r"^n must be an int in 1..12, got 13$"),
+    (lambda: P.deep_prune(2, 3, 1, 2, 1, 2, 1, lr=0.0), r"^lr must be"),
+    (lambda: P.deep_prune(2, 3, 1, 2, 1, 2, 1, seed=-1), r"^seed must be"),
+    (lambda: P.deep_prune(2, 3, 1, 0, 1, 2, 1), r"^trainings must be a positive int, got 0$"),
+    (lambda: P.deep_prune(2, 3, 1, 2, 0, 2, 1), r"^prunings must be a positive int, got 0$"),
+    (lambda: P.deep_prune(2, 3, 1, 2, 1, 0, 1), r"^epochs must be a positive int, got 0$"),
+    (lambda: P.deep_prune(2, 3, 1, 2, 1, 2, 0), r"^finetune_epochs must be a positive int, got 0$"),
+    (lambda: P.architecture_size([2]), r"^arch \(widths input, ..., output\) must be"),
+    (lambda: P.architecture_size([2, 0, 1]), r"^arch\[i\] must be"),
+    (lambda: P.parity_bound_ok("ab"), r"^arch \(widths input, ..., output\) must be"),
+    (lambda: P.PrunableCNN(0, 8), r"^in_channels must be a positive int, got 0$"),
+    (lambda: P.PrunableCNN(1, 8.0), r"^image_size must be a positive int, got 8.0$"),
+    (lambda: P.PrunableCNN(1, 8, channels=0), r"^channels must be a positive int, got 0$"),
+    (lambda: P.PrunableCNN(1, 8, classes=0), r"^classes must be a positive int, got 0$"),
+    (lambda: P.PrunableCNN(1, 7), r"^image_size must be >= 8 \(three 2x2 pools\), got 7$"),
+    (lambda: P.PrunableCNN(1, 8, seed=-1), r"^seed must be"),
+    (lambda: _cnn()(torch.zeros(2, 2, 8, 8)), r"^x must be an array of shape \(n, 1, n, n\)"),
+    (lambda: P.as_images(torch.zeros(5)), r"^X must be an array with 2 or 3 or 4 dimensions"),
+    (lambda: P.as_images(torch.zeros(2, 10)), r"^cannot read rows of 10 features as square images$"),
+    (lambda: P.as_images(torch.zeros(2, 64), image_size=0), r"^image_size must be"),
+    (lambda: P.as_images(torch.zeros(2, 64), image_size=7), r"^cannot read rows of 64 features as square images$"),
+    (lambda: P.train_cnn("m", _img, _lab, 1), r"^model must be a torch.nn.Module"),
+    (lambda: P.train_cnn(_cnn(), _img[0], _lab, 1), r"^X must be an array with 4 dimensions"),
+    (lambda: P.train_cnn(_cnn(), _img, _lab.float(), 1), r"^y must be an integer tensor"),
+    (lambda: P.train_cnn(_cnn(), _img, _lab[:2], 1), r"^y must hold one label per image of X \(3\), got"),
+    (lambda: P.train_cnn(_cnn(), _img, torch.tensor([0, 1, 3]), 1), r"^y must be class indices >= 0 and < 3"),
+    (lambda: P.evaluate("m", _img, _lab), r"^model must be a torch.nn.Module"),
+    (lambda: P.evaluate(_cnn(), "x", _lab), r"^X must be a torch.Tensor"),
+    (lambda: P.evaluate(_cnn(), _img, _lab[:2]), r"^y must hold one label per row of X \(3\), got"),
+    (lambda: P.evaluate(_cnn(), _img, torch.tensor([0, 1, 5])), r"^y must be class indices >= 0 and < 3"),
+    (lambda: P.evaluate(_cnn(), _img, _lab, batch_size=0), r"^batch_size must be"),
+    (lambda: P.magnitude_prune("m", 0.5), r"^model must be a PrunableCNN"),
+    (lambda: P.magnitude_prune(_cnn(), 1.5), r"^fraction_removed must be"),
+    (lambda: P.channel_prune(_cnn(), _img, _lab, _img, _lab, finetune_epochs=-1), r"^finetune_epochs must be"),
+    (lambda: P.channel_prune("m", _img, _lab, _img, _lab), r"^model must be a PrunableCNN"),
+    (lambda: P.channel_prune(_cnn(), _img, _lab, _img[0], _lab), r"^X_test must be an array with 4 dimensions"),
+    (lambda: P.channel_prune(_cnn(), _img, _lab, _img, _lab[:2]), r"^y_test must hold one label per image of X_test \(3\)"),
+    (lambda: P.channel_prune(_cnn(), _img, _lab, _img, _lab, min_accuracy=1.5), r"^min_accuracy must be"),
+    (lambda: P.channel_prune(_cnn(), _img, _lab, _img, _lab, seed=-1), r"^seed must be"),
+]
+
+
+@pytest.mark.parametrize("i", range(len(_P_BAD)))
+def test_error_messages_name_the_argument(i):
+    call, pattern = _P_BAD[i]
+    with pytest.raises((ValueError, TypeError), match=pattern):
+        call()
