@@ -103,3 +103,50 @@ def test_paper_scale_one_step():
 def test_bad_input_raises(call):
     with pytest.raises(ValueError):
         call()
+
+
+# ---- every error message names its argument (what a user reads) --------------------------------
+
+_BF_BAD = [
+    (lambda: BF.random_tables(0, 2, 0), r"^n \(the number of inputs\) must be"),
+    (lambda: BF.random_tables(3, 0, 0), r"^count must be a positive int, got 0$"),
+    (lambda: BF.random_tables(3, True, 0), r"^count must be a positive int, got True$"),
+    (lambda: BF.random_tables(3, 2.0, 0), r"^count must be a positive int, got 2.0$"),
+    (lambda: BF.random_tables(3, 2, -1), r"^seed must be"),
+    (lambda: BF.xor_parity_tables(3), r"^n \(the number of inputs\) must be an int >= 4"),
+    (lambda: BF.xor_parity_tables(5, ids=[70000]), r"^ids must lie in \[0, 2\*\*16\) for n = 4$"),
+    (lambda: BF.or_table(0), r"^n \(the number of inputs\) must be"),
+    (lambda: BF.bent_table(1), r"^n \(the number of inputs\) must be"),
+    (lambda: BF.bent_table(3), r"^bent functions need an even number of inputs, got n = 3$"),
+    (lambda: BF.parity_solvable(3, 0, 1), r"^width must be"),
+    (lambda: BF.parity_solvable(3, 2, 0), r"^depth must be"),
+    (lambda: BF.fourier_metrics([0, 1, 1]), r"^tables \(truth table\) must have a length that is a power of two"),
+    (lambda: BF.xor_parity_metrics(2), r"^n \(the number of inputs\) must be an int >= 4"),
+    (lambda: BF.xor_parity_metrics(5, ids=[-1]), r"^ids must lie in \[0, 2\*\*16\) for n = 4$"),
+    (lambda: BF.train_accuracy([0, 1, 2, 0], 2, 1, 0.1, 1, 1), r"^tables \(truth table\) must hold only the values 0 or 1$"),
+    (lambda: BF.train_accuracy([0, 1, 1, 0], 2, 1, 0.1, 1, 1, lr=0.0, progress=False), r"^lr must be"),
+    (lambda: BF.train_accuracy([0, 1, 1, 0], 2, 1, 0.1, 1, 1, compact_every=0, progress=False),
+     r"^compact_every must be a positive int, got 0$"),
+]
+
+
+@pytest.mark.parametrize("i", range(len(_BF_BAD)))
+def test_error_messages_name_the_argument(i):
+    call, pattern = _BF_BAD[i]
+    with pytest.raises((ValueError, TypeError), match=pattern):
+        call()
+
+
+def test_small_families_by_hand():
+    assert BF.or_table(2).tolist() == [0, 1, 1, 1]
+    # x1 x2 XOR x3 x4 on the corners in B.cube order (x1 the most significant bit)
+    bits = [[(i >> 3) & 1, (i >> 2) & 1, (i >> 1) & 1, i & 1] for i in range(16)]
+    assert BF.bent_table(4).tolist() == [(a * b) ^ (c * d) for a, b, c, d in bits]
+    assert BF.parity_solvable(4, 2, 2) and not BF.parity_solvable(5, 2, 2) and BF.parity_solvable(3, 3, 1)
+    t = BF.random_tables(3, 5, 7)
+    assert t.shape == (5, 8) and t.dtype == np.uint8 and set(np.unique(t)) <= {0, 1}
+    # h = the all-zero function: g is plain 5-parity; h = x1 (id of table 0^8 1^8): g = x1 XOR parity
+    g = BF.xor_parity_tables(5, ids=[0, B.table_to_id(np.repeat([0, 1], 8))])
+    assert (g[0] == B.parity_table(5)).all()
+    x1 = np.repeat([0, 1], 16)
+    assert (g[1] == (x1 ^ B.parity_table(5))).all()
