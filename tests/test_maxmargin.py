@@ -549,3 +549,28 @@ def test_error_messages_name_the_argument(i):
     call, pattern = _MM_BAD[i]
     with pytest.raises((ValueError, TypeError), match=pattern):
         call()
+
+
+def test_metrics_by_hand_away_from_the_limit():
+    # w_+ = (1, 0), w_- = (0, 2); neurons (1, 1) with a > 0, (0, 3) and (2, 0) with a < 0
+    W, a = np.array([[1.0, 1.0], [0.0, 3.0], [2.0, 0.0]]), np.array([1.0, -1.0, -1.0])
+    wp, wm = np.array([1.0, 0.0]), np.array([0.0, 2.0])
+    r2 = 1 / np.sqrt(2)
+    assert np.allclose(mm.neuron_alignment(W, a, wp, wm), [r2, 1.0, 0.0])
+    assert np.allclose(mm.neuron_alignment(W, a, wp, wm, mode="closest"), [r2, 1.0, 1.0])
+    # ||W||_F^2 = 15; u_0 = 1/sqrt 15, z_1 = (6/sqrt 15)/4, z_2 = 0; the residual rows are
+    # (0, 1)/sqrt 15, 0 and (2, 0)/sqrt 15, so R_W = sqrt(5/15)
+    s = np.sqrt(15)
+    R_W, R_a = mm.theorem_residuals(W, a, wp, wm)
+    assert R_W == pytest.approx(np.sqrt(5 / 15))
+    want_a = np.array([1, -1, -1]) / np.sqrt(3) - np.array([1 / s, -3 / s, 0.0])
+    assert R_a == pytest.approx(np.linalg.norm(want_a))
+    # x = (1, 1): relu(W x) = (2, 3, 2), times a = -3, over ||W||^2 + ||a||^2 = 18
+    assert mm.normalized_output(W, a, [[1.0, 1.0]]).tolist() == pytest.approx([-1 / 6])
+    assert mm.norm_split(W, a) == pytest.approx(2 / 13)
+    assert mm.gamma_star(wp, wm) == pytest.approx(1 / 6)
+    assert mm.predicted_function([[1.0, 1.0], [3.0, -1.0]], wp, wm).tolist() == pytest.approx([-1 / 6, 3 / 6])
+    assert mm.top_singular_values([[3.0, 0.0], [0.0, 4.0]]).tolist() == pytest.approx([4.0, 3.0])
+    assert mm.top_singular_values([[3.0, 0.0], [0.0, 4.0]], k=1).tolist() == pytest.approx([4.0])
+    assert np.allclose(mm.project_top2([[3.0, 0.0], [0.0, 4.0]]), [[0.0, 3.0], [4.0, 0.0]])
+    assert np.allclose(mm.project_top2([[-3.0, 0.0], [0.0, -4.0]]), [[0.0, -3.0], [-4.0, 0.0]])  # signs: sum of each v >= 0
