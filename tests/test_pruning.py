@@ -283,3 +283,25 @@ def test_error_messages_name_the_argument(i):
     call, pattern = _P_BAD[i]
     with pytest.raises((ValueError, TypeError), match=pattern):
         call()
+
+
+@pytest.mark.parametrize("k, n, z", [(13, 20, 1.96), (0, 10, 1.96), (10, 10, 1.0), (1, 3, 2.5), (7, 50, 1.64)])
+def test_wilson_interval_solves_its_quadratic(k, n, z):
+    # the Wilson interval is {p : (k/n - p)^2 <= z^2 p (1 - p) / n}: the roots of a quadratic in p
+    ph = k / n
+    roots = np.sort(np.roots([1 + z * z / n, -(2 * ph + z * z / n), ph * ph]).real)
+    lo, hi = P.wilson_interval(k, n, z=z)
+    assert lo == pytest.approx(max(0.0, roots[0]), abs=1e-12) and hi == pytest.approx(min(1.0, roots[1]), abs=1e-12)
+
+
+def test_architecture_candidates_and_best_entry_by_hand():
+    mask = torch.tensor([[1.0, 1.0, 0.0], [1.0, 0.0, 1.0], [1.0, 0.0, 0.0]])
+    linear = torch.tensor([False, True, False])
+    assert P.architecture(mask, linear, 4) == (4, 2, 1, 1)  # the linear middle layer merges away
+    assert P.architecture(mask, torch.tensor([False, False, False]), 3) == (3, 2, 2, 1, 1)
+    assert P.removal_candidates(mask, linear) == [("node", 0, 0), ("node", 0, 1), ("layer", 0), ("layer", 2)]
+    assert P.removal_candidates(mask[:1], torch.tensor([False])) == [("node", 0, 0), ("node", 0, 1)]
+    assert P.architecture_size((3, 4, 2, 1)) == (6, 2) and P.architecture_size([2, 1]) == (0, 0)
+    assert P.parity_bound_ok((4, 4, 1)) and not P.parity_bound_ok((5, 4, 1)) and P.parity_bound_ok((1, 1))
+    cell = {"per_parent": [(3, 1, 10), (2, 1, 10), (2, 4, 10), (4, 9, 5)]}
+    assert P.best_cell_entry(cell) == (2, 4, 10) and P.best_cell_entry({"per_parent": []}) is None
