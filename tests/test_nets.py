@@ -189,6 +189,7 @@ _BAD_CALLS = [  # (call, expected message regex)
     (lambda: nets.BatchedMLP([2, 3, 1], 2)(torch.zeros(4, 3)),
      r"^X must have shape \(n, 2\) or \(2, n, 2\), got \(2, 4, 3\)$"),
     (lambda: nets.BatchedMLP([2, 3, 1], 2)("abc"), r"^X must be a torch.Tensor"),
+    (lambda: nets.BatchedMLP([2, 3, 1], 2)(torch.ones(4, 2, dtype=torch.long)), r"^X must be a floating-point tensor"),
     (lambda: nets.BatchedMLP([2, 3, 1], 2)(torch.tensor([[0.0, float("nan")]])), r"^X must be finite"),
     (lambda: nets.BatchedMLP([2, 1], 2).model_params("1"), r"^m \(the model index\) must be"),
     (lambda: nets.BatchedMLP([2, 1], 2).model_params(-1), r"^m \(the model index\) must be in \[0, 2\), got -1$"),
