@@ -150,3 +150,14 @@ def test_small_families_by_hand():
     assert (g[0] == B.parity_table(5)).all()
     x1 = np.repeat([0, 1], 16)
     assert (g[1] == (x1 ^ B.parity_table(5))).all()
+
+
+def test_train_accuracy_defaults_are_the_thesis_setting():
+    # defaults: Adam lr 0.025, seed 0 (train_boolean_nets' own), every epoch's best accuracy returned
+    tables = np.stack([B.parity_table(2), BF.or_table(2)])
+    success, acc = BF.train_accuracy(tables, 2, 1, 0.1, 3, 60, progress=False)
+    ref_s, ref_a = B.train_boolean_nets(tables, 2, 1, 0.1, 3, 60, lr=0.025, seed=0, progress=False,
+                                        compact_every=100, with_accuracy=True)
+    assert np.array_equal(success, ref_s) and np.array_equal(acc, ref_a)
+    other = B.train_boolean_nets(tables, 2, 1, 0.1, 3, 60, lr=0.025, seed=1, progress=False, with_accuracy=True)
+    assert not np.array_equal(acc, other[1])  # the seed matters, so the comparison above can fail
