@@ -161,3 +161,16 @@ def test_train_accuracy_defaults_are_the_thesis_setting():
     assert np.array_equal(success, ref_s) and np.array_equal(acc, ref_a)
     other = B.train_boolean_nets(tables, 2, 1, 0.1, 3, 60, lr=0.025, seed=1, progress=False, with_accuracy=True)
     assert not np.array_equal(acc, other[1])  # the seed matters, so the comparison above can fail
+
+
+def test_family_edge_cases():
+    assert BF.bent_table(2).tolist() == [0, 0, 0, 1] and BF.bent_table(4).dtype == np.uint8  # n = 2: AND
+    assert BF.or_table(1).tolist() == [0, 1] and BF.or_table(3).dtype == np.uint8
+    g = BF.xor_parity_tables(4, ids=[B.table_to_id(B.parity_table(4))])  # n = 4 is allowed: h XOR parity_4
+    assert g.tolist() == [[0] * 16]
+    m = BF.xor_parity_metrics(4, ids=[0])  # h = 0: g = parity_4, degree 4, influence 4, entropy 0
+    assert m["degree"].tolist() == [4.0] and m["influence"].tolist() == pytest.approx([4.0])
+    assert m["entropy"].tolist() == pytest.approx([0.0], abs=1e-12)
+    one = BF.random_tables(3, 1, 0)
+    assert one.shape == (1, 8) and np.array_equal(one, BF.random_tables(3, 1, 0))
+    assert BF.random_tables(2, np.int64(2), 0).shape == (2, 4)
