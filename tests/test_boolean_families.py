@@ -174,3 +174,9 @@ def test_family_edge_cases():
     one = BF.random_tables(3, 1, 0)
     assert one.shape == (1, 8) and np.array_equal(one, BF.random_tables(3, 1, 0))
     assert BF.random_tables(2, np.int64(2), 0).shape == (2, 4)
+
+
+def test_parity_solvable_power_and_input_bound():
+    assert BF.parity_solvable(8, 2, 3) and not BF.parity_solvable(9, 2, 3)  # 2**3 = 8 (not 2 * 3)
+    with pytest.raises(ValueError, match=rf"^n \(the number of inputs\) must be an int >= 1 and <= {BF.MAX_N}, got 13$"):
+        BF.parity_solvable(BF.MAX_N + 1, 2, 1)
