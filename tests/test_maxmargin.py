@@ -574,3 +574,13 @@ def test_metrics_by_hand_away_from_the_limit():
     assert mm.top_singular_values([[3.0, 0.0], [0.0, 4.0]], k=1).tolist() == pytest.approx([4.0])
     assert np.allclose(mm.project_top2([[3.0, 0.0], [0.0, 4.0]]), [[0.0, 3.0], [4.0, 0.0]])
     assert np.allclose(mm.project_top2([[-3.0, 0.0], [0.0, -4.0]]), [[0.0, -3.0], [-4.0, 0.0]])  # signs: sum of each v >= 0
+
+
+def test_extremal_directions_defaults():
+    # n_starts 1000, seed 0, max_iter 50 by default; in R^2 with two points both classes are found
+    X, y = np.array([[1.0, 0.2], [-0.3, 1.0]]), np.array([1.0, -1.0])
+    d, c, u = mm.extremal_directions(X, y)
+    d0, c0, u0 = mm.extremal_directions(X, y, n_starts=1000, seed=0, max_iter=50)
+    assert np.array_equal(d, d0) and np.array_equal(c, c0) and u == u0 and c.sum() + u == 1000
+    assert np.allclose(d, [X[0] / np.linalg.norm(X[0])])  # G's maximum: along the positive point
+    assert not np.array_equal(c, mm.extremal_directions(X, y, seed=1)[1])
