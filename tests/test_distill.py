@@ -385,3 +385,15 @@ def test_thmD4_bound_by_brute_force_and_limits():
     assert D.thmD4_bound(p, n, 0.5, 1.0) == 1.0                      # delta > pi/2: no admissible beta
     with pytest.raises(ValueError, match="p_fn"):
         D.thmD4_bound(lambda t: np.nan * t, n, eps, wn)
+
+
+def test_newton_batched_rank_deficient_n_ge_d_projects_set_by_set():
+    # n >= d points that span only a 3-dimensional subspace: not the full-rank batched path, the limit is
+    # the projection onto that span (Thm 5.1 with rank < d), not the teacher
+    rng = np.random.default_rng(8)
+    B = rng.standard_normal((3, 6))
+    X = rng.standard_normal((2, 9, 3)) @ B
+    w = rng.standard_normal(6)
+    got = D.newton_in_span(X, D.soft_labels(X, w))
+    np.testing.assert_allclose(got, D.span_projection(X, w), atol=1e-10)
+    assert np.linalg.norm(got[0] - w) > 0.1
