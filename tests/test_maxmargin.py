@@ -584,3 +584,18 @@ def test_extremal_directions_defaults():
     assert np.array_equal(d, d0) and np.array_equal(c, c0) and u == u0 and c.sum() + u == 1000
     assert np.allclose(d, [X[0] / np.linalg.norm(X[0])])  # G's maximum: along the positive point
     assert not np.array_equal(c, mm.extremal_directions(X, y, seed=1)[1])
+
+
+def test_inits_fill_their_ranges():
+    W, a = mm.default_init([(50, 16), (1, 50)], n_models=2, seed=3, scale=0.4)
+    bound_W, bound_a = 0.4 / 4, 0.4 / np.sqrt(50)  # U(+-scale / sqrt(fan_in))
+    for p, bound in ((W, bound_W), (a, bound_a)):
+        assert p.dtype == torch.float64 and p.requires_grad
+        assert -bound <= float(p.min()) < -0.9 * bound and 0.9 * bound < float(p.max()) <= bound
+        assert abs(float(p.mean())) < 0.1 * bound
+    Wb, ab = mm.balanced_init(2, 40, 3, lam=0.25, seed=1)
+    assert Wb.shape == (2, 40, 3) and ab.shape == (2, 40) and Wb.requires_grad and ab.requires_grad
+    assert torch.allclose(Wb.norm(dim=2), torch.full((2, 40), 0.25, dtype=torch.float64))
+    assert set(ab.detach().unique().tolist()) == {-0.25, 0.25}
+    # directions spread over the sphere: each coordinate takes both signs
+    assert (Wb.detach().reshape(-1, 3).min(0).values < 0).all() and (Wb.detach().reshape(-1, 3).max(0).values > 0).all()
