@@ -591,6 +591,7 @@ def test_inits_fill_their_ranges():
     bound_W, bound_a = 0.4 / 4, 0.4 / np.sqrt(50)  # U(+-scale / sqrt(fan_in))
     for p, bound in ((W, bound_W), (a, bound_a)):
         assert p.dtype == torch.float64 and p.requires_grad
+        p = p.detach()
         assert -bound <= float(p.min()) < -0.9 * bound and 0.9 * bound < float(p.max()) <= bound
         assert abs(float(p.mean())) < 0.1 * bound
     Wb, ab = mm.balanced_init(2, 40, 3, lam=0.25, seed=1)
