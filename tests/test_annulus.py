@@ -278,3 +278,151 @@ def test_sum_zero_basis_rejects_bad_dimension(bad):
     from lib.annulus import sum_zero_basis
     with pytest.raises(ValueError, match="sum_zero_basis needs an integer dimension n >= 1"):
         sum_zero_basis(bad)
+
+
+# --- every error message, word for word (what a reader sees), and the edge cases behind them ----------
+
+def _exact(message):
+    """A pytest.raises pattern matching the whole message."""
+    import re
+    return "^" + re.escape(message) + "$"
+
+
+def _hexagon():
+    return _simplex_net(2)
+
+
+@pytest.mark.parametrize("params, message", [
+    ([1, 2, 3], "params must be a list of two (W, b) pairs: one hidden layer and the output layer"),
+    ([(np.ones((3, 4)), np.zeros(3)), (np.ones((1, 3)), np.zeros(1))],
+     "the hidden weight matrix must have shape (width, 2) or (width, 3), got (3, 4)"),
+    ([(np.ones((3, 1)), np.zeros(3)), (np.ones((1, 3)), np.zeros(1))],
+     "the hidden weight matrix must have shape (width, 2) or (width, 3), got (3, 1)"),
+    ([(np.ones((3, 2)), np.zeros(4)), (np.ones((1, 3)), np.zeros(1))],
+     "shapes do not fit a one-output net of width 3: b1 (4,), W2 (1, 3), b2 (1,)"),
+    ([(np.ones((3, 2)), np.zeros(3)), (np.ones((1, 4)), np.zeros(1))],
+     "shapes do not fit a one-output net of width 3: b1 (3,), W2 (1, 4), b2 (1,)"),
+    ([(np.ones((3, 2)), np.zeros(3)), (np.ones((1, 3)), np.zeros(2))],
+     "shapes do not fit a one-output net of width 3: b1 (3,), W2 (1, 3), b2 (2,)"),
+    ([(np.ones((13, 2)), np.zeros(13)), (np.ones((1, 13)), np.zeros(1))],
+     "hidden width 13 is too large for the pattern enumeration (at most 12)"),
+    ([(np.full((3, 2), np.nan), np.zeros(3)), (np.ones((1, 3)), np.zeros(1))], "params contain NaN or infinite values"),
+    ([(np.ones((3, 2)), np.zeros(3)), (np.ones((1, 3)), np.array([np.inf]))], "params contain NaN or infinite values"),
+])
+def test_region_radii_bad_params_messages(params, message):
+    with pytest.raises(ValueError, match=_exact(message)):
+        region_radii(params)
+
+
+def test_region_radii_bad_center_and_slope_messages():
+    with pytest.raises(ValueError, match=_exact("center must be a finite point of R^2, got [0.0, 0.0, 0.0]")):
+        region_radii(_hexagon(), center=[0.0, 0.0, 0.0])
+    with pytest.raises(ValueError, match=_exact("center must be a finite point of R^2, got [0.0, nan]")):
+        region_radii(_hexagon(), center=[0.0, float("nan")])
+    for bad in (1.0, 1.5, -0.1):
+        with pytest.raises(ValueError, match=_exact(f"negative_slope must be in [0, 1), got {bad!r}")):
+            region_radii(_hexagon(), negative_slope=bad)
+    zero_row = [(np.array([[1.0, 0], [0, 1], [0, 0], [-1, -1]]), np.zeros(4)), (-np.ones((1, 4)), np.array([1.0]))]
+    with pytest.raises(ValueError, match=_exact("a hidden unit has zero input weights")):
+        region_radii(zero_row)
+    rank_one = [(np.array([[1.0, 0], [-1, 0], [2, 0]]), np.zeros(3)), (-np.ones((1, 3)), np.array([1.0]))]
+    with pytest.raises(ValueError, match=_exact("the region is unbounded: the hidden units do not span the input "
+                                                "space, so f is constant along a direction")):
+        region_radii(rank_one)
+    W = np.array([[1.0, 0], [0, 1], [1, 1]])
+    unbounded = [(W, np.zeros(3)), (np.array([[-1.0, -1, 0]]), np.array([1.0]))]
+    with pytest.raises(ValueError, match=_exact("the region {f > 0} is unbounded")):
+        region_radii(unbounded)
+
+
+def test_region_radii_accepts_other_shapes_of_the_same_net():
+    """A centre given as a row (1, d) and an output bias of shape (1, 1) mean the same net and point;
+    the result is the same, with no warning (no array-to-scalar conversion)."""
+    import warnings
+    (W, b), (v, c) = _hexagon()
+    want = region_radii(_hexagon())
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        got = region_radii([(W, b), (v, np.array([[float(np.ravel(c)[0])]]))], center=[[0.0, 0.0]])
+    np.testing.assert_allclose(got, want, rtol=0, atol=0)
+
+
+def test_region_radii_width_twelve_is_allowed():
+    """The pattern enumeration takes up to 12 units: a regular 12-gon net, R/rho = 1/cos(pi/12)."""
+    t = 2 * np.pi * np.arange(12) / 12
+    U = np.stack([np.cos(t), np.sin(t)], 1)
+    rho, R = region_radii([(U, np.zeros(12)), (-np.ones((1, 12)), np.array([1.0]))])
+    assert R / rho == pytest.approx(1 / np.cos(np.pi / 12), rel=1e-9)
+
+
+def test_region_radii_centre_test_uses_relu_at_zero():
+    """Outside the hexagon where two units are each 0.6 (> 0 but < 1) active: f(center) = 1 - 1.2 < 0."""
+    u = _hexagon()[0][0]
+    x = 1.2 * (u[0] + u[1]) / np.linalg.norm(u[0] + u[1])       # on the bisector of units 0 and 1
+    np.testing.assert_allclose(u[:2] @ x, [0.6, 0.6], atol=1e-12)
+    with pytest.raises(ValueError, match=r"does not contain the center .* \(f\(center\) = -0\.2\)"):
+        region_radii(_hexagon(), center=x)
+
+
+def test_region_radii_leaky_units_with_biases_inside_check():
+    """f = -sum leaky_0.5(u_i . x - 0.2) over the hexagon directions: at the origin every unit is at -0.2,
+    so f(0) = -3 * 0.5 * (-0.2) = 0.3 > 0 (the region contains the origin) and far away f -> -inf
+    (bounded). Compared with a grid."""
+    U = _hexagon()[0][0]
+    p = [(U, np.full(3, -0.2)), (-np.ones((1, 3)), np.array([0.0]))]
+    rho, R = region_radii(p, negative_slope=0.5)
+    h = 2e-3
+    g = np.arange(-2.0, 2.0 + h / 2, h)
+    X = np.stack(np.meshgrid(g, g), -1).reshape(-1, 2)
+    Z = X @ U.T - 0.2
+    f = -np.where(Z > 0, Z, 0.5 * Z).sum(1)
+    r = np.linalg.norm(X, axis=1)
+    assert abs(r[f <= 0].min() - rho) < 2 * h and abs(r[f > 0].max() - R) < 2 * h
+
+
+def test_solve_all_and_rank_edge_cases():
+    from lib.annulus import _rank, _solve_all
+    A = np.array([[1.0, 0.0], [2.0, 0.0], [0.0, 1.0]])
+    assert _solve_all(A, np.zeros(3), []).shape == (0, 2)                   # no combination
+    assert _solve_all(A, np.zeros(3), [(0, 1)]).shape == (0, 2)             # only a singular one
+    np.testing.assert_allclose(_solve_all(A, np.array([1.0, 0, 3]), [(0, 1), (0, 2)]), [[1.0, 3.0]])
+    assert _rank(np.zeros((0, 2)), 1.0) == 0
+    assert _rank(np.array([[1.0, 1.0]]), 1.0) == 1
+    assert _rank(np.array([[1.0, 1.0], [2.0, 2.0 + 1e-6]]), 1.0) == 2
+
+
+def test_sum_zero_basis_raises_no_warning():
+    import warnings
+    from lib.annulus import sum_zero_basis
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sum_zero_basis(4)
+
+
+@pytest.mark.parametrize("V, message", [
+    (np.array([[1.0], [2.0], [-1.0]]), "vertices must be an (m, d) array with d >= 2 and m > d, got shape (3, 1)"),
+    (np.array([[1.0, 0.0], [0.0, 1.0]]), "vertices must be an (m, d) array with d >= 2 and m > d, got shape (2, 2)"),
+    (np.array([[1.0, 0.0], [0.0, np.nan], [-1.0, -1.0]]), "vertices contain NaN or infinite values"),
+])
+def test_inradius_messages(V, message):
+    with pytest.raises(ValueError, match=_exact(message)):
+        inradius(V)
+
+
+def test_inradius_flat_hull_message_names_qhull():
+    with pytest.raises(ValueError, match=r"^the points do not span a full-dimensional hull: QH\d+"):
+        inradius(np.array([[-1.0, -1.0], [0.0, 0.0], [1.0, 1.0], [2.0, 2.0]]))
+
+
+def test_inradius_origin_on_the_boundary_of_a_large_hull_is_refused():
+    """The origin 5e-10 inside an edge of a 200-wide square: on the boundary within the tolerance, which
+    scales with the hull's size."""
+    V = np.array([[-5e-10, -100.0], [-5e-10, 100.0], [200.0, -100.0], [200.0, 100.0]])
+    with pytest.raises(ValueError):
+        inradius(V)
+    assert inradius(V - [1.0, 0.0]) == pytest.approx(1.0 + 5e-10)
+
+
+def test_expanded_simplex_message():
+    with pytest.raises(ValueError, match=_exact("expanded_simplex needs an integer dimension n >= 2, got 1")):
+        expanded_simplex(1)
