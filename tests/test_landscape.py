@@ -454,3 +454,76 @@ def test_paper_shapes_one_training_step():
     ranks = LS.cnn_feature_ranks(net, X)
     assert ranks["F1"]["size"] == 6760 and ranks["F1"]["rank"] == 8
     assert ranks["F3"]["size"] == 20 * 12 * 12
+
+
+def test_sublevel_path_moves_smoothly_within_every_stage():
+    """No jumps: inside each stage every step moves and none carries half the stage's travel (a dropped
+    kernel term in stage A or A' would put the whole stage at one point and jump there)."""
+    X, y, pa, pb = small_problem(7)
+    path, info = LS.sublevel_path_with_info(pa, pb, X, y, 0.2, 15)
+    stage = np.array(info["stage"])
+    flat = [np.concatenate([np.concatenate([W.ravel(), b]) for W, b in p]) for p in path]
+    steps = np.array([np.linalg.norm(b - a) for a, b in zip(flat, flat[1:])])
+    for name in ("A", "B", "C1", "C2", "A'"):
+        idx = np.where(stage == name)[0]
+        idx = idx[idx > 0] - 1  # steps that end inside this stage
+        s = steps[idx]
+        assert np.all(s > 0) and s.max() <= 0.5 * s.sum(), (name, s)  # no single jump carries the stage
+
+
+def test_grad_sandwich_bounds_independently():
+    rng = np.random.default_rng(8)
+    X, Y = rng.standard_normal((6, 4)), rng.standard_normal((6, 2))
+    params = [(rng.standard_normal((o, i)), rng.standard_normal(o)) for i, o in [(4, 9), (9, 5), (5, 3), (3, 2)]]
+    lower, grad, upper = LS.grad_sandwich(params, X, Y, 1)
+    F, G = [X], []
+    for W, b in params[:-1]:
+        G.append(F[-1] @ W.T + b)
+        F.append(sig(G[-1]))
+    r = np.linalg.norm(F[-1] @ params[-1][0].T + params[-1][1] - Y)
+    lo, up = np.linalg.svd(F[1], compute_uv=False)[5], np.linalg.svd(F[1], compute_uv=False)[0]
+    for l in (2, 3):  # hidden layers above k = 1, with the weights of the layer after each
+        d = sig(G[l - 1]) * (1 - sig(G[l - 1]))
+        sw = np.linalg.svd(params[l][0], compute_uv=False)
+        lo *= sw[-1] * d.min()
+        up *= sw[0] * d.max()
+    assert np.isclose(lower, lo * r) and np.isclose(upper, up * r)
+
+
+@pytest.mark.parametrize("call, name", [
+    (lambda: LS.random_features(np.ones((3, 2)), 2, "relu", alpha=0.0), "alpha"),
+    (lambda: LS.random_features(np.ones(3), 2, "relu"), "X"),
+    (lambda: LS.random_features(np.ones((3, 2)), 2, "tanhh"), "activation"),
+    (lambda: LS.random_features(np.ones((3, 2)), 2, "relu", seed=-1), "seed"),
+    (lambda: LS.exact_fit(np.ones(3), np.ones((3, 1))), "F"),
+    (lambda: LS.gaussian_points(3, 0), "d"),
+    (lambda: LS.random_labels(0, 3), "N"),
+    (lambda: LS.triangular_features(np.ones((2, 2)), np.ones(2), float("nan")), "scale"),
+    (lambda: LS.triangular_features(np.eye(2), np.array([1.0, 2.0]), 1.0, beta=float("inf")), "beta"),
+    (lambda: LS.grad_sandwich([(np.ones((3, 2)), np.ones(3)), (np.ones((1, 3)), np.ones(1))], np.ones((2, 2)), np.ones((2, 2)), 1), "Y"),
+    (lambda: LS.backprop_gradient([(np.ones((3, 2)), np.ones(3))], np.ones((2, 3)), np.ones((2, 3)), 0), "X"),
+    (lambda: LS.tiny_cnn(2, T3=0), "T3"),
+    (lambda: LS.tiny_cnn(2, n_out=0), "n_out"),
+    (lambda: LS.tiny_cnn(2, side=5), "side"),
+    (lambda: LS.cnn_feature_ranks("net", np.ones((2, 64))), "model"),
+    (lambda: LS.train_square(LS.tiny_cnn(1), np.ones((2, 64)), np.ones((3, 10)), 1), "Y"),
+    (lambda: LS.train_square(LS.tiny_cnn(1), np.ones((2, 64)), np.ones((2, 10)), 1, lr=0.0), "lr"),
+    (lambda: LS.cross_entropy_loss([(np.ones((2, 2)), np.ones(2))], np.ones((3, 2)), [0, 1, 0], alpha=1.0), "alpha"),
+    (lambda: LS.cross_entropy_loss([(np.ones((2, 2)), np.ones(2))], np.ones((3, 3)), [0, 1, 0]), "X"),
+    (lambda: LS.init_net([3], seed=0), "widths"),
+    (lambda: LS.init_net([3, 0], seed=0), "widths"),
+    (lambda: LS.train_ce_gd([(np.ones((2, 2)), np.ones(2))], np.ones((3, 2)), [0, 1, 0], steps=0), "steps"),
+    (lambda: LS.train_ce_gd([(np.ones((2, 2)), np.ones(2))], np.ones((3, 2)), [0, 1, 0], alpha=0.0), "alpha"),
+    (lambda: LS.gradient_norm([(np.ones((2, 2)), np.ones(2))], np.ones((3, 2)), [0, 1, 2]), "y"),
+    (lambda: LS.gradient_norm([(np.ones((2, 2)), np.ones(2))], np.ones((3, 2)), [0, 1, 1], alpha=2.0), "alpha"),
+    (lambda: LS.layer_outputs([(np.ones((2, 2)), np.ones(2))], np.ones((3, 2)), alpha=-1.0), "alpha"),
+    (lambda: LS.straight_line_losses([(np.ones((2, 2)), np.ones(2))], [(np.ones((2, 2)), np.ones(2))], np.ones((3, 2)), [0, 1, 0], n_points=1), "n_points"),
+    (lambda: LS.rank_repair_path(np.ones((2, 2)), np.ones((3, 2)), np.ones(2), np.ones((1, 3))), "b"),
+    (lambda: LS.rank_repair_path(np.eye(2), np.ones((3, 2)), np.ones(3), np.ones((1, 3)), points_per_stage=1), "points_per_stage"),
+    (lambda: LS.rank_repair_path(np.eye(2), np.ones((3, 2)), np.ones(3), np.ones((1, 3)), alpha=0.0), "alpha"),
+    (lambda: LS.descent_path(LS.init_net([4, 20, 3], 0), np.ones((2, 4)), [0, 1], n_points=1), "n_points"),
+    (lambda: LS.descent_path(LS.init_net([4, 20, 1], 0), np.eye(4)[:2], [0, 0]), "at least 2 classes"),
+])
+def test_errors_name_the_argument(call, name):
+    with pytest.raises(ValueError, match=name):
+        call()
