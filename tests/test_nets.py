@@ -288,3 +288,14 @@ def test_float64_path_by_hand():
     assert all(isinstance(W, np.ndarray) and W.dtype == np.float64 for W, _ in got)
     assert nets.leaky_np(np.array([-2.0, 0.0, 3.0]), 0.25).tolist() == [-0.5, 0.0, 3.0]
     assert nets.check_leak(0) == 0.0 and nets.check_leak(0.3) == 0.3
+
+
+def test_dtypes_follow_the_first_weight_matrix():
+    # a float32 net rescaled stays float32 (scales are cast to W's dtype, not left float64)
+    p32 = nets.init_mlp([2, 3, 1], seed=0)
+    r = nets.rescale_hidden(p32, 0, [2.0, 0.5, 1.0])
+    assert all(W.dtype == b.dtype == torch.float32 for W, b in r)
+    # the input is cast to W's dtype (here float64 W with a float32 bias: the result is float64)
+    W, b = torch.tensor([[1.0, 2.0]], dtype=torch.float64), torch.tensor([0.5], dtype=torch.float32)
+    out = nets.mlp_forward([(W, b)], torch.tensor([[1.0, 1.0]], dtype=torch.float32))
+    assert out.dtype == torch.float64 and out.tolist() == [[3.5]]
