@@ -157,3 +157,82 @@ def test_paper_scale_shapes_train_one_epoch(n_dim, nets, n_points, batch):
     acc = sign_accuracy(model, Xt, yt)
     assert acc.shape == (nets,) and np.isfinite(acc).all()
     assert acc.mean() > 0.5                      # one epoch of Adam already beats chance on average
+
+
+# --- messages word for word (what a reader sees) and the defaults ----------------------------------------
+
+_RNG = np.random.default_rng
+
+
+@pytest.mark.parametrize("args, message", [
+    ((0, 10, 1.0, 2.0, 3.0), r"^n_dim must be an int >= 1, got 0$"),
+    ((2, 1, 1.0, 2.0, 3.0), r"^n_points must be an int >= 2, got 1$"),
+    ((2, 10, -1.0, 2.0, 3.0), r"^r1 \(the ball's radius\) must be a finite number > 0, got -1\.0$"),
+    ((2, 10, 1.0, -2.0, 3.0), r"^r2 \(the shell's inner radius\) must be a finite number > 0, got -2\.0$"),
+    ((2, 10, 1.0, 2.0, -3.0), r"^r3 \(the shell's outer radius\) must be a finite number > 0, got -3\.0$"),
+])
+def test_ball_vs_shell_messages(args, message):
+    with pytest.raises(ValueError, match=message):
+        ball_vs_shell(*args, _RNG(0))
+
+
+def test_ball_vs_shell_message_names_sets_and_rng():
+    with pytest.raises(ValueError, match=r"^n_sets must be an int >= 1, got 0$"):
+        ball_vs_shell(2, 10, 1.0, 2.0, 3.0, _RNG(0), n_sets=0)
+    with pytest.raises(ValueError, match=r"^rng must be a numpy\.random\.Generator \(np\.random\.default_rng\(seed\)\), got 5$"):
+        ball_vs_shell(2, 10, 1.0, 2.0, 3.0, 5)
+
+
+def test_ball_vs_shell_smallest_cases_and_default_one_set():
+    X, y = ball_vs_shell(3, 2, 1.0, 1.0, 2.0, _RNG(0))        # two points; no gap (r1 = r2) is allowed
+    assert X.shape == (2, 1, 3) and y.ravel().tolist() == [1.0, -1.0]
+
+
+def _train_args(**kw):
+    args = dict(X=torch.zeros(10, 2, 2), y=torch.ones(10, 2), slopes=[0.0, 0.0], bce=[True, False], epochs=1,
+                batch_size=5, lr=0.01, seed=0, net_seeds=[0, 1])
+    args.update(kw)
+    return args
+
+
+@pytest.mark.parametrize("kw, message", [
+    (dict(X=torch.zeros(10, 2)), r"^X must be an array with 3 dimensions \(3-D\), got tensor of shape \(10, 2\)"),
+    (dict(X=torch.zeros(10, 2, 2, dtype=torch.int64)), r"^X must be a floating-point tensor, got tensor"),
+    (dict(y=torch.ones(10, 3)), r"^y must be an array of shape \(10, 2\), got tensor of shape \(10, 3\)"),
+    (dict(y=torch.ones(10, 2, dtype=torch.int64)), r"^y must be a floating-point tensor, got tensor"),
+    (dict(y=torch.zeros(10, 2)), r"^y \(the labels\) must hold only \+1 and -1$"),
+    (dict(width=0), r"^width must be an int >= 1, got 0$"),
+    (dict(bce=[[True, False]]), r"^bce \(one bool per net: BCE or MSE\) must be an array with 1 dimensions \(1-D\)"),
+    (dict(bce=[1, 0]), r"^bce \(one bool per net: BCE or MSE\) must be an array of bools, got dtype int64$"),
+])
+def test_train_ball_vs_shell_messages(kw, message):
+    from lib.annulus_training import train_ball_vs_shell
+    with pytest.raises(ValueError, match=message):
+        train_ball_vs_shell(**_train_args(**kw))
+
+
+def test_train_ball_vs_shell_seed_orders_batches_silently_and_width_is_used(capsys):
+    """The same seed gives the same nets, another seed another batch order (so other nets); no progress
+    bar is printed; an explicit width builds that many hidden units."""
+    from lib.annulus_training import train_ball_vs_shell
+    X, y = ball_vs_shell(2, 40, 0.5, 0.8, 1.1, _RNG(3), n_sets=2)
+    X, y = torch.tensor(X, dtype=torch.float32), torch.tensor(y, dtype=torch.float32)
+    run = lambda s, **kw: [p for layer in train_ball_vs_shell(**_train_args(X=X, y=y, seed=s, epochs=2, **kw))
+                           .model_params(0) for p in layer]
+    a, b, c = run(1), run(1), run(2)
+    assert all(torch.equal(u, v) for u, v in zip(a, b)) and not all(torch.equal(u, v) for u, v in zip(a, c))
+    assert run(0, width=5)[0].shape == (5, 2)
+    out = capsys.readouterr()
+    assert out.err == "" and out.out == ""
+
+
+def test_leak_ensemble_messages_attributes_and_empty_batch():
+    with pytest.raises(ValueError, match=r"^slopes must be an array with 1 dimensions \(1-D\), got array of shape \(1, 2\)"):
+        LeakEnsemble([2, 3, 1], seeds=[0, 1], slopes=[[0.0, 0.0]])
+    model = LeakEnsemble([2, 3, 1], seeds=[0, 1], slopes=[0.0, 0.2])
+    assert model.activation == "leaky_relu" and model.slopes.dtype == model.weights[0].dtype
+    with pytest.raises(ValueError, match=r"^X must be a floating-point tensor, got tensor"):
+        model(torch.zeros(4, 2, 2, dtype=torch.int64))
+    with pytest.raises(ValueError, match=r"^X must be an array with 3 dimensions"):
+        model(torch.zeros(4, 2))
+    assert model(torch.zeros(0, 2, 2)).shape == (2, 0)       # an empty batch gives an empty output
