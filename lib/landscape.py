@@ -24,7 +24,7 @@ import numpy as np
 import torch
 
 from lib import validate as V
-from lib.nets import as_float64_params
+from lib.nets import as_float64_params, leaky_np
 
 ACTIVATIONS = ("sigmoid", "tanh", "softplus", "leaky_relu", "relu", "linear")
 
@@ -88,7 +88,7 @@ def _act(Z, activation, alpha=0.1):
     if activation == "softplus":
         return np.logaddexp(0.0, Z)
     if activation == "leaky_relu":
-        return np.where(Z >= 0, Z, alpha * Z)
+        return leaky_np(Z, alpha)
     if activation == "relu":
         return np.maximum(Z, 0.0)
     return Z
@@ -279,10 +279,6 @@ def _slope(alpha) -> float:
     return V.real(alpha, "alpha (leaky-ReLU slope)", min=0.0, min_open=True, max=1.0, max_open=True)
 
 
-def _leaky(Z, alpha):
-    return np.where(Z >= 0, Z, alpha * Z)
-
-
 def _leaky_inv(Z, alpha):
     return np.where(Z >= 0, Z, Z / alpha)
 
@@ -294,7 +290,7 @@ def _outputs(params, X, alpha):
     for W, b in params[:-1]:
         G = Z @ W.T + b
         pre.append(G)
-        Z = _leaky(G, alpha)
+        Z = leaky_np(G, alpha)
         feats.append(Z)
     W, b = params[-1]
     feats.append(Z @ W.T + b)
@@ -556,7 +552,7 @@ def rank_repair_path(X, W, b, Vout, alpha: float = 0.2, seed: int = 0, points_pe
         raise V.ArgumentValueError(f"W: the layer has {n} units, fewer than N = {N} (Lemma 3.4.14 needs n >= N)")
     if len({tuple(row) for row in X}) < N:
         raise V.ArgumentValueError("X: the samples must be distinct (Assumption 3.4.4)")
-    F = _leaky(X @ W.T + b, alpha)
+    F = leaky_np(X @ W.T + b, alpha)
     path = [(W.copy(), b.copy(), Vout.copy())]
     if nr_rank(F)[0] == N:
         return path
@@ -570,7 +566,7 @@ def rank_repair_path(X, W, b, Vout, alpha: float = 0.2, seed: int = 0, points_pe
     Vc[:, rest] = 0.0  # exactly zero at lambda = 1
     scale = np.linalg.norm(W, axis=1).mean() or 1.0
     for j in rest:
-        if nr_rank(_leaky(X @ Wc.T + bc, alpha))[0] == N:
+        if nr_rank(leaky_np(X @ Wc.T + bc, alpha))[0] == N:
             break
         w_new, b_new = rng.standard_normal(X.shape[1]) * scale, rng.standard_normal() * (np.abs(b).mean() + 1.0)
         w_old, b_old = Wc[j].copy(), bc[j]
