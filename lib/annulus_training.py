@@ -64,7 +64,7 @@ class LeakEnsemble(BatchedMLP):
     starts from ``init_mlp(widths, seeds[m])`` (He), like BatchedMLP."""
 
     def __init__(self, widths, seeds, slopes):
-        super().__init__(widths, seeds=seeds, activation="leaky_relu")
+        super().__init__(widths, seeds=V.sequence(seeds, "seeds", min_len=1), activation="leaky_relu")
         slopes = V.array(slopes, "slopes", ndim=1, shape=(self.n_models,))
         if (slopes < 0).any() or (slopes >= 1).any():
             raise ValueError(f"slopes (one leak per net) must lie in [0, 1), got {slopes.min()}..{slopes.max()}")
@@ -110,7 +110,7 @@ def train_ball_vs_shell(X: torch.Tensor, y: torch.Tensor, slopes, bce, *, epochs
         bce_loss = torch.nn.functional.softplus(-yb * out).mean(1)   # BCE on logits for labels +-1
         return is_bce * bce_loss + (1 - is_bce) * mse
 
-    model = LeakEnsemble([d, width, 1], seeds=net_seeds, slopes=slopes)
+    model = LeakEnsemble([d, width, 1], seeds=V.sequence(net_seeds, "net_seeds", min_len=1), slopes=slopes)
     train_minibatch(model, X, y, loss_fn, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed,
                     optimizer="adam", progress=False)
     return model
@@ -121,5 +121,6 @@ def sign_accuracy(model: LeakEnsemble, X: torch.Tensor, y: torch.Tensor) -> np.n
     """Per net, the share of the points of its data set (``X`` (n, nets, d), ``y`` (n, nets) of +-1)
     on which sign(f(x)) equals the label: an array (nets,). f(x) = 0 counts as wrong."""
     V.instance(model, "model", LeakEnsemble)
-    V.tensor(y, "y", shape=tuple(X.shape[:2]) if hasattr(X, "shape") else None, floating=True)
+    V.tensor(X, "X", ndim=3, floating=True)
+    V.tensor(y, "y", shape=tuple(X.shape[:2]), floating=True)
     return (torch.sign(model(X)) == y.T).double().mean(1).numpy()

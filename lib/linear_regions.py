@@ -54,7 +54,7 @@ class Region:
 
     @property
     def area(self) -> float:
-        return polygon_area(self.polygon)
+        return _signed_area(self.polygon)
 
     @property
     def centroid(self) -> np.ndarray:
@@ -77,15 +77,18 @@ class Interval:
 
 
 def pattern_string(pattern) -> str:
-    """Activation bits as the thesis writes them, e.g. ``"10"``."""
-    return "".join("1" if b else "0" for b in pattern)
+    """Activation bits as the thesis writes them, e.g. ``"10"`` (an empty pattern gives ``""``)."""
+    return "".join("1" if b else "0" for b in V.array(pattern, "pattern", ndim=1, nonempty=False, dtype=None))
 
 
 def polygon_area(P) -> float:
-    """Signed area of a polygon (positive for counter-clockwise vertices; shoelace formula)."""
-    P = np.asarray(P, dtype=np.float64)
-    if P.ndim != 2 or P.shape[1] != 2:
-        raise ValueError(f"a polygon is a (k, 2) array of vertices, got shape {P.shape}")
+    """Signed area of a polygon (positive for counter-clockwise vertices; shoelace formula).
+    ``P``: a finite (k, 2) array of vertices, k >= 1."""
+    return _signed_area(V.array(P, "P", shape=(None, 2)))
+
+
+def _signed_area(P: np.ndarray) -> float:
+    """:func:`polygon_area` without the argument checks, for the inner loop of :func:`regions_2d`."""
     x, y = P[:, 0], P[:, 1]
     return 0.5 * float(np.dot(x, np.roll(y, -1)) - np.dot(y, np.roll(x, -1)))
 
@@ -160,8 +163,7 @@ def regions_2d(params, box, alpha: float = 0.0, min_area: float = 1e-14) -> list
     xmin, xmax, ymin, ymax = _check_box(box)
     if params[0][0].shape[1] != 2:
         raise ValueError(f"regions_2d needs a 2-input network, got {params[0][0].shape[1]} inputs")
-    if not (isinstance(min_area, (int, float)) and min_area >= 0):
-        raise ValueError(f"min_area must be a non-negative number, got {min_area!r}")
+    min_area = V.nonnegative(min_area, "min_area")
     reach = max(abs(xmin), abs(xmax), abs(ymin), abs(ymax))
     poly = np.array([[xmin, ymin], [xmax, ymin], [xmax, ymax], [xmin, ymax]], dtype=np.float64)
     regions = [(poly, (), [], np.eye(2), np.zeros(2))]
@@ -176,7 +178,7 @@ def regions_2d(params, box, alpha: float = 0.0, min_area: float = 1e-14) -> list
                 for Q, qb in pieces:
                     for sign in (1.0, -1.0):
                         R = _clip(Q, sign * Wl[i], sign * bl[i], tol[i])
-                        if len(R) and abs(polygon_area(R)) > min_area:
+                        if len(R) and abs(_signed_area(R)) > min_area:
                             nxt.append((R, qb + (sign > 0,)))
                 pieces = nxt
             for Q, qb in pieces:
@@ -195,6 +197,7 @@ def regions_1d(params, interval, alpha: float = 0.0, min_length: float = 1e-12) 
     """
     params, alpha = as_float64_params(params), check_leak(alpha)
     lo, hi = V.interval(interval, "interval")
+    min_length = V.nonnegative(min_length, "min_length")
     if params[0][0].shape[1] != 1:
         raise ValueError(f"regions_1d needs a 1-input network, got {params[0][0].shape[1]} inputs")
     pieces = [(lo, hi, (), np.ones(1), np.zeros(1))]          # local map of the layer output: x -> A x + a
@@ -235,9 +238,10 @@ def region_bound(widths) -> int:
     The product over hidden layers of the arrangement bound ``sum_{j <= d_0} C(d_l, j)`` (Serra et al.
     2018, the form the thesis quotes from [14]: polynomial in width, exponential in depth).
     """
-    widths = list(widths)
+    widths = V.sequence(widths, "widths")
     if len(widths) < 2:
         raise ValueError(f"widths must list the input dimension and at least one hidden width, got {widths!r}")
+    widths = [V.positive_int(w, f"widths[{i}]") for i, w in enumerate(widths)]
     out = 1
     for w in widths[1:]:
         out *= arrangement_bound(w, widths[0])
@@ -306,7 +310,7 @@ def zero_sets_2d(regions: list, layer: int) -> list:
     one straight segment; across cells it bends (the "bent hyperplanes" of Fig. 6.7). ``regions`` is
     the output of :func:`regions_2d`.
     """
-    if not regions or not all(isinstance(r, Region) for r in regions):
+    if not isinstance(regions, (list, tuple)) or not regions or not all(isinstance(r, Region) for r in regions):
         raise ValueError("regions must be a non-empty list of regions_2d's Region objects")
     n_layers = len(regions[0].pre)
     if not isinstance(layer, (int, np.integer)) or not 1 <= layer <= n_layers:

@@ -41,7 +41,12 @@ from pathlib import Path
 import numpy as np
 
 MODULES = ("boolean", "boolean_families", "distill", "equivalence", "nets", "train", "results", "scale",
-           "pruning", "maxmargin", "multiexit", "mae", "data", "leaky_1d")
+           "pruning", "maxmargin", "multiexit", "mae", "data", "leaky_1d",
+           # chapter modules added later (their specs use lib["<name>"]); one per line:
+           "annulus",
+           "annulus_training",
+           "linear_regions",
+           )
 NAN = float("nan")
 INF = float("inf")
 
@@ -180,7 +185,7 @@ def _widths_bad(valid, key):
 def _specs():
     import torch
     lib = {m: importlib.import_module(f"lib.{m}") for m in MODULES}
-    B, BF, D, E, N, T, R, S, P, MM, ME, MA, DA, LK = (lib[m] for m in MODULES)
+    B, BF, D, E, N, T, R, S, P, MM, ME, MA, DA, LK = (lib[m] for m in MODULES[:14])
     t = torch.tensor
     g = torch.Generator().manual_seed(0)
     xor2 = np.array([0, 1, 1, 0])
@@ -217,6 +222,12 @@ def _specs():
     cfg_me = lambda: __import__("dataclasses").replace(ME.CONFIGS.quick, epochs=1, batch_size=4)
     root = Path(__import__("tempfile").mkdtemp())
     scales = lambda: S.ChapterScales("x", quick=1, full=2, paper=3)
+    ring = lambda: [(np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]]), np.full(4, -1.0)),
+                    (np.full((1, 4), -1.0), np.array([1.5]))]
+    leak = lambda: lib["annulus_training"].LeakEnsemble([3, 4, 1], [0, 1], np.array([0.0, 0.1]))
+    Xs = lambda: torch.randn(8, 2, 3, generator=torch.Generator().manual_seed(0), dtype=torch.float64).float()
+    ys = lambda: torch.tensor([[1.0, 1.0]] * 4 + [[-1.0, -1.0]] * 4)
+    net1d = lambda: E.random_network([1, 3, 1], seed=0)
     C, NI, SE, RA, RE = "count", "nonneg_int", "seed", "rate", "real"
     A, TA = "array", "array"
 
@@ -497,6 +508,34 @@ def _specs():
         ("leaky_1d", "alternating_network", lambda: dict(changes=(3, C), alpha=(0.1, "slope"), width=(3, C))),
         ("leaky_1d", "lift", lambda: dict(params=(LK.alternating_network(3, 0.1), "params"), direction=(np.array([0.5, 0.5]), A),
                                            offset=(1.0, RE))),
+        ("mae", "encoder_posterior_kl", lambda: dict(model=(fmae(), "model"), n_inner=(20, C), G=(51, C), lim=(7.0, RA), seed=(0, SE))),
+        # annulus (chapter 07)
+        ("annulus", "sum_zero_basis", lambda: dict(n=(2, C))),
+        ("annulus", "expanded_simplex", lambda: dict(n=(2, C))),
+        ("annulus", "inradius", lambda: dict(vertices=(lib["annulus"].expanded_simplex(2), A))),
+        ("annulus", "region_radii", lambda: dict(params=(ring(), "params"), center=(np.zeros(2), "array_nd"), negative_slope=(0.1, "slope"))),
+        # annulus_training (chapter 07, higher dimensions)
+        ("annulus_training", "ball_vs_shell", lambda: dict(n_dim=(3, C), n_points=(8, C), r1=(1.0, RA), r2=(1.5, RA), r3=(2.0, RA),
+                                                          rng=(rng(), "model"), n_sets=(2, C))),
+        ("annulus_training", "LeakEnsemble", lambda: dict(widths=([3, 4, 1], "widths"), seeds=([0, 1], "list"), slopes=(np.array([0.0, 0.1]), A))),
+        ("annulus_training", "LeakEnsemble.forward", lambda: dict(self=(leak(), None), X=(Xs(), "batch"))),
+        ("annulus_training", "train_ball_vs_shell", lambda: dict(X=(Xs(), A), y=(ys(), "array"), slopes=(np.array([0.0, 0.1]), A),
+                                                                bce=([True, False], "list"), epochs=(2, C), batch_size=(4, C), lr=(0.01, RA),
+                                                                seed=(0, SE), net_seeds=([0, 1], "list"))),
+        ("annulus_training", "sign_accuracy", lambda: dict(model=(leak(), "model"), X=(Xs(), A), y=(ys(), "array"))),
+        # linear_regions (chapter 08)
+        ("linear_regions", "pattern_string", lambda: dict(pattern=([True, False], "list"))),
+        ("linear_regions", "polygon_area", lambda: dict(P=(np.array([[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]]), A))),
+        ("linear_regions", "local_affine", lambda: dict(params=(net_np(), "params"), X=(Xd()[:, :2], A), alpha=(0.0, "slope"))),
+        ("linear_regions", "regions_2d", lambda: dict(params=(net_np(), "params"), box=((-1.0, 1.0, -1.0, 1.0), "list"), alpha=(0.0, "slope"),
+                                                       min_area=(1e-14, "nonneg"))),
+        ("linear_regions", "regions_1d", lambda: dict(params=(net1d(), "params"), interval=((-1.0, 1.0), "list"), alpha=(0.0, "slope"),
+                                                       min_length=(1e-12, "nonneg"))),
+        ("linear_regions", "arrangement_bound", lambda: dict(k=(3, NI), n=(2, NI))),
+        ("linear_regions", "region_bound", lambda: dict(widths=([2, 3, 3], "widths"))),
+        ("linear_regions", "grid_pattern_count", lambda: dict(params=(net_np(), "params"), box=((-1.0, 1.0, -1.0, 1.0), "list"), p=(5, C),
+                                                               alpha=(0.0, "slope"))),
+        ("linear_regions", "zero_sets_2d", lambda: dict(regions=(lib["linear_regions"].regions_2d(net_np(), (-1, 1, -1, 1)), "list"), layer=(1, C))),
         # data
         ("data", "synthetic_2d", lambda: dict(kind=("xor", "choice"), n=(20, C), seed=(0, SE), noise=(0.1, "nonneg"), test_fraction=(0.5, "fraction"))),
         ("data", "load_digits_split", lambda: dict(classes=([0, 1], "list"), test_fraction=(0.25, "fraction"), seed=(0, SE))),
