@@ -340,6 +340,7 @@ def region_edges(params, regions: list[Region], domain=(-1, 1), alpha: float = 0
     """
     params = _check_params(params)
     lo, hi = _check_domain(domain)
+    regions = _items(regions, "regions", Region)
     by_pattern = {r.pattern: k for k, r in enumerate(regions)}
     edges = []
     for k, r in enumerate(regions):
@@ -370,13 +371,22 @@ def region_edges(params, regions: list[Region], domain=(-1, 1), alpha: float = 0
     return edges
 
 
+def _items(value, name: str, cls) -> list:
+    """``value`` as a list of ``cls`` objects (the output of :func:`linear_regions_2d` or
+    :func:`region_edges`); a TypeError naming ``name`` otherwise."""
+    value = V.sequence(value, name)
+    if not all(isinstance(v, cls) for v in value):
+        raise TypeError(f"{name} must be a list of {cls.__name__} objects, as lib.equivalence returns them")
+    return value
+
+
 def lemma21_lengths(edges: list[Edge]) -> dict:
     """Lengths of interior edges that are zero set only, fold only, or both (Lemma 2.1, eq. 2.7).
 
     Each interior edge is seen from its two regions, hence the factor 1/2.
     """
     out = {"zero_and_fold": 0.0, "zero_not_fold": 0.0, "fold_not_zero": 0.0}
-    for e in edges:
+    for e in _items(edges, "edges", Edge):
         if e.neighbour < 0:
             continue
         zero = bool(e.units)
@@ -435,6 +445,8 @@ def greedy_layers(regions: list[Region], edges: list[Edge], max_order: int = 12)
     layer of the units vanishing there), ``graph`` (list of (parent, child)) and ``longest_path``
     (length of the longest directed path starting at each piece, Lemma 2.3).
     """
+    regions, edges = _items(regions, "regions", Region), _items(edges, "edges", Edge)
+    max_order = V.positive_int(max_order, "max_order")
     fold = [k for k, e in enumerate(edges) if e.fold]
     keys = {k: _line_key(edges[k].p, edges[k].q) for k in fold}
     order = {}
