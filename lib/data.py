@@ -4,7 +4,9 @@ Offline (no network, ever): :func:`synthetic_2d` (toy 2-D problems), :func:`load
 (scikit-learn's bundled 8x8 digits) and :func:`make_mnist1d` (MNIST-1D, generated procedurally by
 the ``mnist1d`` package and cached; never downloaded). Online: :func:`load_online` fetches MNIST,
 CIFAR-10, CIFAR-100 or IMDB, verifies the MD5 checksum and caches the files; it runs only at the ``paper``
-scale and fails with a clear message when the machine is offline.
+scale and fails with a clear message when the machine is offline. In a paper smoke run
+(``REPRO_PAPER_SMOKE=1``, a test-only switch; see :mod:`lib.scale`) it downloads nothing and returns
+:func:`smoke_online`: tiny synthetic data of each set's shapes, dtypes and label range.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ import numpy as np
 import torch
 
 from lib import validate as V
-from lib.scale import current_scale
+from lib.scale import current_scale, paper_smoke
 
 CACHE_DIR = Path(os.environ.get("REPRO_CACHE", Path.home() / ".cache" / "relu-book"))
 
@@ -266,11 +268,47 @@ _PARSERS = {"mnist": _parse_mnist, "imdb": _parse_imdb,
             "cifar100": lambda files: _parse_cifar("cifar100", files)}
 
 
+# name -> (training and test examples per class, number of classes, one example's shape); a smoke
+# stand-in has these many examples per class (MNIST: enough 0s and 1s for chapter 04's transfer pool).
+SMOKE_SIZES = {"mnist": (100, 20, 10, (28, 28)), "cifar10": (20, 5, 10, (3, 32, 32)),
+               "cifar100": (6, 2, 100, (3, 32, 32)), "imdb": (40, 20, 2, ())}
+_SMOKE_WORDS = ("the film was good bad long short funny dull and i liked hated it a story actor plot "
+                "great boring this movie is not very").split()
+
+
+def smoke_online(name: str, seed: int = 0):
+    """The smoke stand-in of :func:`load_online` ``(name)``: random data of the set's type and shapes.
+
+    MNIST: ``(n, 28, 28)`` pixels in [0, 1]; CIFAR-10/100: ``(n, 3, 32, 32)`` in [0, 1]; both with every
+    class equally often (:data:`SMOKE_SIZES`), as float32/int64 tensors. IMDB: ``{split: {"text",
+    "label"}}`` with short reviews of several sentences drawn from a small vocabulary and labels 0/1.
+    Only for testing the paper path's code (``REPRO_PAPER_SMOKE=1``); nothing can be learned from it.
+    """
+    V.choice(name, "name (the online data set)", tuple(ONLINE_SOURCES))
+    seed = V.seed(seed)
+    n_train, n_test, n_classes, shape = SMOKE_SIZES[name]
+    rng = np.random.default_rng(seed)
+    if name == "imdb":
+        def reviews(n):
+            text = [" ".join(" ".join(rng.choice(_SMOKE_WORDS, size=rng.integers(3, 9))) + "."
+                             for _ in range(4)) + "<br /><br />" for _ in range(n)]
+            return {"text": text, "label": np.arange(n) % 2}
+        return {"train": reviews(n_train * n_classes), "test": reviews(n_test * n_classes)}
+
+    def part(per_class):
+        y = np.repeat(np.arange(n_classes), per_class)[rng.permutation(per_class * n_classes)]
+        X = rng.random((len(y), *shape), dtype=np.float32)
+        return torch.from_numpy(X), torch.from_numpy(y.astype(np.int64))
+
+    return DataSplit(*part(n_train), *part(n_test), f"{name} (smoke stand-in)")
+
+
 def load_online(name: str, root: Path | None = None):
     """MNIST, CIFAR-10 or CIFAR-100 as a :class:`DataSplit`, or IMDB as ``{split: {"text", "label"}}``.
 
     Only at ``REPRO_SCALE=paper``: the other scales never touch the network. Files are MD5-verified
-    and cached under ``root`` (default ``~/.cache/relu-book``).
+    and cached under ``root`` (default ``~/.cache/relu-book``). In a paper smoke run
+    (``REPRO_PAPER_SMOKE=1``) nothing is downloaded: :func:`smoke_online` stands in.
     """
     if name not in ONLINE_SOURCES:
         raise ValueError(f"online data set must be one of {sorted(ONLINE_SOURCES)}, got {name!r}")
@@ -278,6 +316,8 @@ def load_online(name: str, root: Path | None = None):
     if scale != "paper":
         raise ValueError(f"load_online({name!r}) is for REPRO_SCALE=paper only (the current scale is "
                          f"{scale!r}, which uses offline stand-ins)")
+    if paper_smoke():
+        return smoke_online(name)
     root = Path(root or CACHE_DIR)
     files = [fetch(url, root / name / fname, md5) for url, fname, md5 in ONLINE_SOURCES[name]]
     return _PARSERS[name](files)

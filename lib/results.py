@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from lib import validate as V
-from lib.scale import SCALES, current_scale, seed_offset
+from lib.scale import SCALES, current_scale, paper_smoke, seed_offset
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO_ROOT / "results"
@@ -125,7 +125,8 @@ def require_clean_tree(allow_dirty: bool | None = None) -> str:
     ``REPRO_ALLOW_DIRTY=1``) lets a run through; its record then says ``-dirty``.
     """
     commit = git_commit()
-    if current_scale() != "quick" and commit.endswith("-dirty") and not dirty_allowed(allow_dirty):
+    if current_scale() != "quick" and commit.endswith("-dirty") and not dirty_allowed(allow_dirty) \
+            and not paper_smoke():  # a smoke run saves nothing (save_results refuses)
         raise DirtyTreeError(
             f"a {current_scale()!r} run saves results/ with the commit that made them, but the tree has "
             f"uncommitted changes ({commit}): commit them first, or set REPRO_ALLOW_DIRTY=1 for a "
@@ -149,6 +150,10 @@ def save_results(chapter: str, metrics: dict, *, seeds, wall_time_s: float, conf
     path = results_path(chapter, scale, root)
     if scale == "quick":
         print(f"quick scale: results not saved (a {scale!r} run never writes under results/)")
+        return None
+    if paper_smoke():  # REPRO_PAPER_SMOKE=1: tiny synthetic data, numbers that mean nothing
+        print("paper-smoke run: results not saved (a smoke run of the paper path is no result; "
+              "unset REPRO_PAPER_SMOKE for a real paper-scale run)")
         return None
     require_clean_tree(allow_dirty)
     record = {

@@ -4,6 +4,7 @@
     REPRO_SCALE=full python -m lib.run chapters/*.ipynb           # full scale: writes results/
     python -m lib.run --table chapters/*.ipynb                     # Markdown table of times
     python -m lib.run --book-cache chapters/*.ipynb                # what scripts/build_book.sh does
+    python -m lib.run --paper-smoke chapters/05_multi_exit.ipynb   # the paper path on tiny stand-ins
 
 Each notebook runs in a fresh kernel with its own folder as working directory, as in the book build;
 the executed copy is written to ``--out`` (default: a temporary folder), never over the source.
@@ -37,7 +38,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
 
-from lib.scale import current_scale
+from lib.scale import current_scale, paper_smoke
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 # Per-cell time limit by scale, in seconds. Quick: the slowest cell of any chapter took 37 s with the
@@ -54,6 +55,52 @@ CONTEXT_FILES = ("lib/**/*.py", "results/**/*", "requirements.txt", "pyproject.t
 def cell_timeout(scale: str | None = None) -> int:
     """The per-cell time limit (seconds) for notebooks run at ``scale`` (default: REPRO_SCALE)."""
     return CELL_TIMEOUT_S[scale or current_scale()]
+
+
+# A paper smoke run (REPRO_SCALE=paper, REPRO_PAPER_SMOKE=1; issue 22) runs the paper path on tiny
+# synthetic stand-ins for a few steps, so the chapter's claims about trained models cannot hold: this
+# code, appended to the notebook's first code cell (in memory only), turns its ``assert`` statements
+# and ``lib.checks.check`` calls into soft ones that still evaluate every condition but only print a
+# failed one. Any other exception still fails the run: the smoke test is of the code path, not of
+# the claims. The quick-scale tests and the sweeps check the claims.
+SMOKE_PREAMBLE = r"""
+# --- paper smoke run (lib.run.SMOKE_PREAMBLE): claims are evaluated, but only reported ---
+import ast as _smoke_ast
+import lib.checks as _smoke_checks
+from lib.scale import paper_smoke as _smoke_on
+assert _smoke_on(), "the smoke preamble needs REPRO_SCALE=paper and REPRO_PAPER_SMOKE=1"
+_SMOKE_FAILED = []
+
+
+def __smoke_claim__(ok, message):
+    if not ok:
+        _SMOKE_FAILED.append(message())
+        print("[paper smoke] claim not holding on the stand-in data:", _SMOKE_FAILED[-1])
+
+
+class _SmokeAsserts(_smoke_ast.NodeTransformer):
+    def visit_Assert(self, node):
+        msg = node.msg if node.msg is not None else _smoke_ast.Constant("assert")
+        call = _smoke_ast.Call(_smoke_ast.Name("__smoke_claim__", _smoke_ast.Load()),
+                               [node.test, _smoke_ast.Lambda(_smoke_ast.arguments([], [], None, [], [], None, []), msg)], [])
+        return _smoke_ast.fix_missing_locations(_smoke_ast.copy_location(_smoke_ast.Expr(call), node))
+
+
+get_ipython().ast_transformers.append(_SmokeAsserts())
+_smoke_check = _smoke_checks.check
+
+
+def _soft_check(name, value, op, threshold):
+    try:
+        return _smoke_check(name, value, op, threshold)
+    except AssertionError as err:
+        __smoke_claim__(False, lambda: str(err))
+        return float("nan")
+
+
+_smoke_checks.check = _soft_check
+"""
+SMOKE_CELL_TIMEOUT_S = CELL_TIMEOUT_S["quick"]  # a smoke run is as small as a quick one
 
 
 class NotebookFailed(RuntimeError):
@@ -126,15 +173,22 @@ def run_notebook(path: Path, timeout: int | None = None) -> Execution:
     """Execute ``path`` top to bottom in a fresh kernel with its folder as working directory.
 
     Raises :class:`NotebookFailed` naming the cell (index over all cells, as in ``nbcell.py``) when
-    a cell raises or runs longer than ``timeout`` seconds (default: :func:`cell_timeout`).
+    a cell raises or runs longer than ``timeout`` seconds (default: :func:`cell_timeout`). In a paper
+    smoke run (``REPRO_PAPER_SMOKE=1``) the claims are soft (:data:`SMOKE_PREAMBLE`) and the default
+    limit is :data:`SMOKE_CELL_TIMEOUT_S`.
     """
     import nbformat
 
     path = Path(path)
     if path.suffix != ".ipynb" or not path.exists():
         raise ValueError(f"expected an existing .ipynb file, got {path}")
-    timeout = cell_timeout() if timeout is None else timeout
+    smoke = paper_smoke()
+    if timeout is None:
+        timeout = SMOKE_CELL_TIMEOUT_S if smoke else cell_timeout()
     nb = nbformat.read(path, as_version=4)
+    if smoke:  # after the bootstrap cell's code, which makes lib importable
+        first = next(c for c in nb.cells if c.cell_type == "code")
+        first.source = first.source + "\n" + SMOKE_PREAMBLE
     current: dict = {"index": None, "start": 0.0}
     cell_seconds: dict[int, float] = {}
 
@@ -275,13 +329,23 @@ def main(argv=None) -> int:
     parser.add_argument("--table", action="store_true", help="print a Markdown table of the times")
     parser.add_argument("--book-cache", action="store_true",
                         help="run only notebooks without a valid execution in the book's cache, and store them there")
+    parser.add_argument("--paper-smoke", action="store_true",
+                        help="a smoke test of the paper path (REPRO_SCALE=paper, REPRO_PAPER_SMOKE=1): tiny synthetic "
+                             "stand-ins for the downloads, a few steps, claims only reported; no result is saved")
     args = parser.parse_args(argv)
+    if args.paper_smoke:
+        if args.book_cache:
+            parser.error("--paper-smoke runs are never stored in the book's cache")
+        os.environ.update(REPRO_SCALE="paper", REPRO_PAPER_SMOKE="1")
     import nbformat
 
     out = args.out or Path(tempfile.mkdtemp(prefix="book-run-"))
     out.mkdir(parents=True, exist_ok=True)
     scale, times, failed = current_scale(), {}, []
-    timeout = cell_timeout(scale) if args.timeout is None else args.timeout
+    if args.timeout is not None:
+        timeout = args.timeout
+    else:
+        timeout = SMOKE_CELL_TIMEOUT_S if paper_smoke() else cell_timeout(scale)
     cache = book_cache(repo_root(args.notebooks[0])) if args.book_cache else None
     for nb in args.notebooks:
         if cache is not None and (seconds := cached_seconds(nb, cache)) is not None:

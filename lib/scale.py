@@ -12,17 +12,31 @@ chapter on fresh seeds: always derive seeds with :func:`seed` or :func:`seeds`.
 
 ``REPRO_THREADS`` (a positive integer, default 1) is the torch/BLAS thread count a chapter pins; a
 different count changes the summation order the way another CPU does (``lib.sweep`` uses it).
+
+``REPRO_DEVICE`` (issue 22) is the one device choice of the book: ``auto`` (default; at ``paper`` scale
+CUDA if available, else the CPU; at ``quick`` and ``full`` scale always the CPU, where the book's tiny
+nets run fastest), ``cpu``, ``cuda`` or ``mps``. :func:`current_device` resolves it; the trainers and
+the paper-scale models train on it and hand results back on the CPU.
+
+``REPRO_PAPER_SMOKE=1`` (with ``REPRO_SCALE=paper``) is a test-only switch, not a fourth scale: the
+paper path runs end to end with tiny synthetic stand-ins for the downloads (:mod:`lib.data`) and the
+paper configuration's step, epoch, seed and trial counts shrunk (:func:`smoke_config`), so that CI
+executes every paper-only cell on a CPU. Its numbers mean nothing: the banner says so, and
+:func:`lib.results.save_results` refuses to save them.
 """
 
 from __future__ import annotations
 
+import math
 import os
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, fields, is_dataclass, replace
 from typing import Generic, TypeVar
 
 from lib import validate as V
 
 SCALES = ("quick", "full", "paper")
+DEVICES = ("auto", "cpu", "cuda", "mps")
 SEED_STRIDE = 1000  # seeds of REPRO_SEED=k are k*1000 + i: disjoint from other k for i < 1000
 
 T = TypeVar("T")
@@ -88,6 +102,118 @@ def set_threads(n: int = 1) -> int:
     return n
 
 
+def device_choice() -> str:
+    """The choice in ``REPRO_DEVICE`` (default ``auto``), one of :data:`DEVICES`."""
+    value = os.environ.get("REPRO_DEVICE", "auto").strip().lower() or "auto"
+    if value not in DEVICES:
+        raise ValueError(f"REPRO_DEVICE must be one of {DEVICES}, got {value!r}")
+    return value
+
+
+def _available(kind: str) -> bool:
+    import torch
+
+    if kind == "cuda":
+        return torch.cuda.is_available()
+    backend = getattr(torch.backends, "mps", None)
+    return bool(backend is not None and backend.is_available())
+
+
+def current_device():
+    """The ``torch.device`` of this run (``REPRO_DEVICE``, see the module docstring).
+
+    ``auto`` is CUDA only at ``paper`` scale (not in a smoke run) and only where CUDA is available;
+    everywhere else the CPU, so quick and full runs give the CPU's numbers. An explicit ``cuda`` or
+    ``mps`` that this machine lacks is a ``ValueError``, not a silent fall-back to the CPU.
+    """
+    import torch
+
+    choice = device_choice()
+    if choice == "auto":
+        use_cuda = current_scale() == "paper" and not paper_smoke() and _available("cuda")
+        return torch.device("cuda" if use_cuda else "cpu")
+    if choice != "cpu" and not _available(choice):
+        raise ValueError(f"REPRO_DEVICE={choice!r}, but this machine has no {choice} device "
+                         "(use REPRO_DEVICE=auto or cpu)")
+    return torch.device(choice)
+
+
+def as_device(device=None, name: str = "device"):
+    """``device`` as a ``torch.device``: ``None`` is :func:`current_device`; else ``"cpu"``,
+    ``"cuda"``, ``"cuda:<k>"``, ``"mps"`` or a ``torch.device`` of one of those types, which this
+    machine must have (a ``ValueError`` naming ``name`` otherwise)."""
+    import torch
+
+    if device is None:
+        return current_device()
+    if not isinstance(device, (str, torch.device)):
+        raise V.ArgumentTypeError(f"{name} must be None, a str or a torch.device, got {V.describe(device)}")
+    try:
+        dev = torch.device(device)
+    except (RuntimeError, ValueError):
+        dev = None
+    if dev is None or dev.type not in DEVICES[1:]:
+        raise V.ArgumentValueError(f"{name} must be one of {DEVICES[1:]} (or cuda:<index>), got {device!r}")
+    if dev.type != "cpu" and not _available(dev.type):
+        raise V.ArgumentValueError(f"{name} is {device!r}, but this machine has no {dev.type} device")
+    return dev
+
+
+def paper_smoke() -> bool:
+    """Whether ``REPRO_PAPER_SMOKE`` (``0``/``1``, default ``0``) asks for a paper-path smoke run.
+
+    Only meaningful with ``REPRO_SCALE=paper``; set with any other scale it is a ``ValueError``, so that
+    a smoke run can never pass for a quick or full one.
+    """
+    raw = os.environ.get("REPRO_PAPER_SMOKE", "").strip() or "0"
+    if raw not in ("0", "1"):
+        raise ValueError(f"REPRO_PAPER_SMOKE must be 0 or 1, got {raw!r}")
+    if raw == "1" and current_scale() != "paper":
+        raise ValueError(f"REPRO_PAPER_SMOKE=1 needs REPRO_SCALE=paper (a smoke run of the paper path), "
+                         f"got REPRO_SCALE={current_scale()!r}")
+    return raw == "1"
+
+
+# Integer config fields that count work (steps, epochs, seeds, trials, draws, samples...) and so
+# shrink in a smoke run; every other field (dimensions, widths, batch sizes, data choices) keeps its
+# paper value, so that the smoke run takes the paper path with the paper's shapes.
+SMOKE_COUNT_FIELD = re.compile(
+    r"(^|_)(steps|epochs|seeds|trials|draws|sets|restarts|runs|nets|parents|copies|finetune|sample|"
+    r"samples|evals|extra|cap|trained|starts|step|early|per_config|per_class)$"
+    r"|^n_(recovery|general|lemma21|impostor|fdim|one_layer|random|eval|minimal|two|deep|xor_deep)$")
+SMOKE_DIVISOR = 1000  # a count c becomes min(c, max(2, ceil(c / 1000))): 4000 epochs -> 4, 32 seeds -> 2
+# Per chapter, fields that the rule above cannot shrink (counts inside tuples) or must keep; applied last.
+SMOKE_OVERRIDES: dict = {
+    "inductive_bias": {"ngd_schedule": ((0.003, 2), (0.001, 2)), "resnet_ngd_schedule": ((0.01, 2),)},
+}
+
+
+def smoke_count(c: int) -> int:
+    """A count of the paper config in a smoke run: ``min(c, max(2, ceil(c / SMOKE_DIVISOR)))``.
+
+    Monotone, so an order between two counts (a check step before the last step) is kept.
+    """
+    if not isinstance(c, int) or isinstance(c, bool) or c < 0:
+        raise ValueError(f"c (a count) must be an int >= 0, got {c!r}")
+    return min(c, max(2, math.ceil(c / SMOKE_DIVISOR)))
+
+
+def smoke_config(config: T, chapter: str = "") -> T:
+    """``config`` (a chapter's paper config, a dataclass) with its counts shrunk for a smoke run.
+
+    Every int field whose name matches :data:`SMOKE_COUNT_FIELD` becomes :func:`smoke_count` of it,
+    then the chapter's :data:`SMOKE_OVERRIDES` apply. A config that is no dataclass is returned as is.
+    """
+    V.instance(chapter, "chapter", str, "a str (the chapter key)")
+    if not is_dataclass(config) or isinstance(config, type):
+        return config
+    changes = {f.name: smoke_count(getattr(config, f.name)) for f in fields(config)
+               if SMOKE_COUNT_FIELD.search(f.name) and isinstance(getattr(config, f.name), int)
+               and not isinstance(getattr(config, f.name), bool) and getattr(config, f.name) >= 0}
+    changes.update(SMOKE_OVERRIDES.get(chapter, {}))
+    return replace(config, **changes)
+
+
 @dataclass(frozen=True)
 class ChapterScales(Generic[T]):
     """One chapter's configuration at every scale; the same code path runs at each.
@@ -110,9 +236,12 @@ class ChapterScales(Generic[T]):
             raise ValueError(f"quick, full and paper configs must share one type, got {kinds}")
 
     def for_scale(self, scale: str) -> T:
-        """The config of ``scale`` (one of :data:`SCALES`)."""
+        """The config of ``scale`` (one of :data:`SCALES`); in a paper smoke run (:func:`paper_smoke`)
+        the paper config with its counts shrunk (:func:`smoke_config`)."""
         if scale not in SCALES:
             raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
+        if scale == "paper" and paper_smoke():
+            return smoke_config(self.paper, self.chapter)
         return getattr(self, scale)
 
     @property
@@ -125,10 +254,15 @@ def banner(chapter: ChapterScales) -> str:
     """A one-paragraph description of the active scale and seeds, printed by every chapter."""
     V.instance(chapter, "chapter", ChapterScales)
     scale = current_scale()
+    smoke = (
+        "PAPER-SMOKE RUN (REPRO_PAPER_SMOKE=1, a test of the code path, not a result): synthetic stand-ins "
+        "for the downloads and a few steps; its numbers mean nothing and nothing is saved under results/.\n"
+        if paper_smoke() else "")
     return (
-        f"Chapter '{chapter.chapter}': scale = {scale!r}, seed offset REPRO_SEED = {seed_offset()}, "
-        f"threads REPRO_THREADS = {thread_count()}.\n"
+        f"{smoke}Chapter '{chapter.chapter}': scale = {scale!r}, seed offset REPRO_SEED = {seed_offset()}, "
+        f"threads REPRO_THREADS = {thread_count()}, device REPRO_DEVICE = {device_choice()} -> {current_device()}.\n"
         f"Config: {chapter.current}\n"
-        "Change with the environment variables REPRO_SCALE=quick|full|paper, REPRO_SEED=<int> and REPRO_THREADS=<int> "
+        "Change with the environment variables REPRO_SCALE=quick|full|paper, REPRO_SEED=<int>, REPRO_THREADS=<int> "
+        "and REPRO_DEVICE=auto|cpu|cuda|mps "
         "(set them before starting Jupyter, or in Colab with os.environ before the bootstrap cell)."
     )

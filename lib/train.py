@@ -5,6 +5,11 @@ function may return a scalar or one loss per model (shape ``(n_models,)``); the 
 differentiated, so each model receives exactly its own gradient, and the history keeps the vector.
 The loop does nothing per step beyond what torch needs (logging every ``log_every`` steps, the
 progress bar updated in chunks); ``python -m lib.benchmark`` measures that overhead.
+
+Both trainers train on ``device`` (default :func:`lib.scale.current_device`, i.e. ``REPRO_DEVICE``:
+the CPU at quick and full scale, CUDA at paper scale where there is one): the model and the data move
+there for the loop, and the model goes back to the device it came from afterwards, so that the
+chapter's numpy and plotting code sees CPU tensors. On the CPU nothing moves and nothing changes.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ import torch
 from tqdm.auto import tqdm
 
 from lib import validate as V
+from lib.scale import as_device
 
 OPTIMIZERS = ("sgd", "adam")
 
@@ -149,20 +155,39 @@ def _check_data(model, X: torch.Tensor, y: torch.Tensor, loss_fn):
         return loss_fn
 
 
+def _home(model: torch.nn.Module) -> torch.device:
+    """The device of the model's first parameter (the CPU for a model without parameters)."""
+    first = next(model.parameters(), None)
+    return torch.device("cpu") if first is None else first.device
+
+
 def train_full_batch(model: torch.nn.Module, X: torch.Tensor, y: torch.Tensor, loss_fn, steps: int,
                      lr: float, optimizer: str = "sgd", momentum: float = 0.0, weight_decay: float = 0.0,
-                     log_every: int | None = None, progress: bool = True, desc: str = "train") -> History:
+                     log_every: int | None = None, progress: bool = True, desc: str = "train",
+                     device=None) -> History:
     """Full-batch gradient descent on ``loss_fn(model(X), y)`` for ``steps`` steps.
 
     ``log_every`` defaults to ``steps // 100`` (about 100 logged points); the step after the last one
     is always logged, so ``history.final_loss`` is the loss of the trained model. Each logged loss is
     checked: a NaN or infinite loss stops training with :class:`lib.validate.TrainingDivergedError`
     naming the step (within ``log_every`` steps of the first bad one) and the learning rate.
+    ``device``: where to train (see the module docstring; ``None`` is ``REPRO_DEVICE``).
     """
     loss_fn = _check_data(model, X, y, loss_fn)
     steps = V.positive_int(steps, "steps")
     log_every = max(1, steps // 100) if log_every is None else V.positive_int(log_every, "log_every")
-    opt = make_optimizer(model.parameters(), optimizer, lr, momentum, weight_decay)
+    device, home = as_device(device), _home(model)
+    try:
+        opt = make_optimizer(model.to(device).parameters(), optimizer, lr, momentum, weight_decay)
+        hist = _full_batch_loop(model, X.to(device), y.to(device), loss_fn, steps, lr, log_every, opt,
+                                progress, desc)
+    finally:
+        model.to(home)
+    return hist
+
+
+def _full_batch_loop(model, X, y, loss_fn, steps, lr, log_every, opt, progress, desc) -> History:
+    """The loop of :func:`train_full_batch` (arguments checked, everything on one device)."""
     hist = History()
     start = time.perf_counter()
     with tqdm(total=steps, desc=desc, disable=not progress, mininterval=0.5, leave=False) as bar:
@@ -180,7 +205,7 @@ def train_full_batch(model: torch.nn.Module, X: torch.Tensor, y: torch.Tensor, l
             hist.steps.append(steps)
             hist.loss.append(loss_fn(model(X), y).detach().clone())
             V.finite_loss(hist.loss[-1], steps, lr)
-    hist.loss = [l.numpy() if l.ndim else float(l) for l in hist.loss]
+    hist.loss = [l.cpu().numpy() if l.ndim else float(l) for l in hist.loss]
     hist.wall_time_s = time.perf_counter() - start
     return hist
 
@@ -188,12 +213,15 @@ def train_full_batch(model: torch.nn.Module, X: torch.Tensor, y: torch.Tensor, l
 def train_minibatch(model: torch.nn.Module, X: torch.Tensor, y: torch.Tensor, loss_fn, epochs: int,
                     batch_size: int, lr: float, seed: int = 0, optimizer: str = "sgd",
                     momentum: float = 0.0, weight_decay: float = 0.0, progress: bool = True,
-                    desc: str = "train", on_epoch_end=None) -> History:
+                    desc: str = "train", on_epoch_end=None, device=None) -> History:
     """Minibatch SGD/Adam over shuffled rows of ``X`` (first axis), one history point per epoch.
 
     ``on_epoch_end(epoch, model)`` may be given to evaluate or anneal between epochs (Chapter 5).
     Each epoch's mean loss is checked: NaN or inf stops training with
     :class:`lib.validate.TrainingDivergedError` naming the epoch and the learning rate.
+    ``device``: where to train (see the module docstring; ``None`` is ``REPRO_DEVICE``); the batch
+    order is drawn on the CPU, so it is the same on every device. ``on_epoch_end`` sees the model on
+    ``device``.
     """
     loss_fn = _check_data(model, X, y, loss_fn)
     if X.ndim == 0 or y.ndim == 0 or X.shape[0] != y.shape[0]:
@@ -202,14 +230,26 @@ def train_minibatch(model: torch.nn.Module, X: torch.Tensor, y: torch.Tensor, lo
     seed = V.seed(seed)
     if on_epoch_end is not None:
         V.callable_(on_epoch_end, "on_epoch_end")
-    opt = make_optimizer(model.parameters(), optimizer, lr, momentum, weight_decay)
+    device, home = as_device(device), _home(model)
+    try:
+        opt = make_optimizer(model.to(device).parameters(), optimizer, lr, momentum, weight_decay)
+        hist = _minibatch_loop(model, X.to(device), y.to(device), loss_fn, epochs, batch_size, lr, seed, opt,
+                               progress, desc, on_epoch_end)
+    finally:
+        model.to(home)
+    return hist
+
+
+def _minibatch_loop(model, X, y, loss_fn, epochs, batch_size, lr, seed, opt, progress, desc,
+                    on_epoch_end) -> History:
+    """The loop of :func:`train_minibatch` (arguments checked, everything on one device)."""
     gen = torch.Generator().manual_seed(int(seed))
     hist, n = History(), X.shape[0]
     start = time.perf_counter()
     for epoch in tqdm(range(epochs), desc=desc, disable=not progress, leave=False):
         order, total = torch.randperm(n, generator=gen), 0.0
         for i in range(0, n, batch_size):
-            idx = order[i:i + batch_size]
+            idx = order[i:i + batch_size].to(X.device)
             opt.zero_grad(set_to_none=True)
             loss = loss_fn(model(X[idx]), y[idx])
             (loss.sum() if loss.ndim else loss).backward()
@@ -217,7 +257,7 @@ def train_minibatch(model: torch.nn.Module, X: torch.Tensor, y: torch.Tensor, lo
             total = total + loss.detach() * len(idx)
         hist.steps.append(epoch + 1)
         mean = total / n
-        hist.loss.append(mean.numpy() if mean.ndim else float(mean))
+        hist.loss.append(mean.cpu().numpy() if mean.ndim else float(mean))
         V.finite_loss(hist.loss[-1], f"{epoch + 1} (epoch)", lr)
         if on_epoch_end is not None:
             on_epoch_end(epoch, model)

@@ -165,12 +165,173 @@ def test_chapter_scales_messages_and_selection():
 def test_banner_states_every_setting(monkeypatch):
     monkeypatch.setenv("REPRO_SEED", "4")
     monkeypatch.setenv("REPRO_SCALE", "full")
+    monkeypatch.delenv("REPRO_DEVICE", raising=False)
     text = scale.banner(CH)
-    assert text.startswith("Chapter 'demo': scale = 'full', seed offset REPRO_SEED = 4, threads REPRO_THREADS = 1.\n")
+    assert text.startswith("Chapter 'demo': scale = 'full', seed offset REPRO_SEED = 4, threads REPRO_THREADS = 1, "
+                           "device REPRO_DEVICE = auto -> cpu.\n")
     assert text.split("\n", 1)[1] == (
         "Config: Cfg(n=2)\n"
-        "Change with the environment variables REPRO_SCALE=quick|full|paper, REPRO_SEED=<int> and "
-        "REPRO_THREADS=<int> (set them before starting Jupyter, or in Colab with os.environ before the "
-        "bootstrap cell).")
+        "Change with the environment variables REPRO_SCALE=quick|full|paper, REPRO_SEED=<int>, "
+        "REPRO_THREADS=<int> and REPRO_DEVICE=auto|cpu|cuda|mps (set them before starting Jupyter, or in Colab "
+        "with os.environ before the bootstrap cell).")
     with pytest.raises(TypeError, match="^chapter must be a ChapterScales, got str 'demo'$"):
         scale.banner("demo")
+
+
+# --- REPRO_DEVICE and the paper smoke switch (issue 22) -------------------------------------------
+
+def _fake_devices(monkeypatch, cuda: bool = False, mps: bool = False):
+    monkeypatch.setattr(scale, "_available", lambda kind: {"cuda": cuda, "mps": mps}[kind])
+
+
+@pytest.mark.parametrize("scale_name", ["quick", "full", "paper"])
+def test_auto_device_is_the_cpu_without_cuda(monkeypatch, scale_name):
+    monkeypatch.setenv("REPRO_SCALE", scale_name)
+    monkeypatch.delenv("REPRO_DEVICE", raising=False)
+    _fake_devices(monkeypatch)
+    assert scale.device_choice() == "auto" and str(scale.current_device()) == "cpu"
+
+
+@pytest.mark.parametrize("scale_name,smoke,want", [("quick", "0", "cpu"), ("full", "0", "cpu"),
+                                                   ("paper", "0", "cuda"), ("paper", "1", "cpu")])
+def test_auto_device_takes_cuda_only_for_a_real_paper_run(monkeypatch, scale_name, smoke, want):
+    monkeypatch.setenv("REPRO_SCALE", scale_name)
+    monkeypatch.setenv("REPRO_DEVICE", " AUTO ")
+    if scale_name == "paper":
+        monkeypatch.setenv("REPRO_PAPER_SMOKE", smoke)
+    _fake_devices(monkeypatch, cuda=True, mps=True)
+    assert str(scale.current_device()) == want
+
+
+def test_explicit_devices(monkeypatch):
+    _fake_devices(monkeypatch, cuda=True)
+    for name in ("cpu", "cuda"):
+        monkeypatch.setenv("REPRO_DEVICE", name)
+        assert str(scale.current_device()) == name  # at quick scale too: an explicit choice wins
+    monkeypatch.setenv("REPRO_DEVICE", "mps")
+    with pytest.raises(ValueError, match="^REPRO_DEVICE='mps', but this machine has no mps device"):
+        scale.current_device()
+    _fake_devices(monkeypatch, mps=True)
+    assert str(scale.current_device()) == "mps"
+    monkeypatch.setenv("REPRO_DEVICE", "cuda")
+    with pytest.raises(ValueError, match="no cuda device"):
+        scale.current_device()
+    monkeypatch.setenv("REPRO_DEVICE", "")
+    assert scale.device_choice() == "auto"
+
+
+@pytest.mark.parametrize("bad", ["gpu", "cuda:0", "tpu", "1"])
+def test_bad_repro_device(monkeypatch, bad):
+    monkeypatch.setenv("REPRO_DEVICE", bad)
+    with pytest.raises(ValueError, match=r"^REPRO_DEVICE must be one of \('auto', 'cpu', 'cuda', 'mps'\), got"):
+        scale.current_device()
+
+
+def test_real_cpu_device_and_torch_availability(monkeypatch):
+    import torch
+
+    monkeypatch.setenv("REPRO_DEVICE", "cpu")
+    assert scale.current_device() == torch.device("cpu")
+    assert scale._available("cuda") == torch.cuda.is_available()
+    assert scale._available("mps") == bool(torch.backends.mps.is_available())
+
+
+def test_as_device(monkeypatch):
+    import torch
+
+    _fake_devices(monkeypatch, cuda=True)
+    monkeypatch.setenv("REPRO_DEVICE", "cuda")
+    assert scale.as_device() == torch.device("cuda")                 # None: REPRO_DEVICE
+    assert scale.as_device("cpu") == torch.device("cpu")
+    assert scale.as_device(torch.device("cuda", 1)) == torch.device("cuda", 1)
+    assert scale.as_device("cuda:0") == torch.device("cuda", 0)
+    with pytest.raises(TypeError, match="^dev must be None, a str or a torch.device, got 3$"):
+        scale.as_device(3, "dev")
+    for bad in ("gpu", "xla", "cuda:x", ""):
+        with pytest.raises(ValueError, match=r"^device must be one of \('cpu', 'cuda', 'mps'\) \(or cuda:<index>\), got"):
+            scale.as_device(bad)
+    with pytest.raises(ValueError, match="^device is 'mps', but this machine has no mps device$"):
+        scale.as_device("mps")
+
+
+def test_paper_smoke_switch(monkeypatch):
+    monkeypatch.delenv("REPRO_PAPER_SMOKE", raising=False)
+    assert scale.paper_smoke() is False
+    monkeypatch.setenv("REPRO_PAPER_SMOKE", " 0 ")
+    assert scale.paper_smoke() is False
+    monkeypatch.setenv("REPRO_PAPER_SMOKE", "1")
+    for other in ("quick", "full"):  # never a fourth scale: only with the paper scale
+        monkeypatch.setenv("REPRO_SCALE", other)
+        with pytest.raises(ValueError, match=f"^REPRO_PAPER_SMOKE=1 needs REPRO_SCALE=paper .*got REPRO_SCALE='{other}'"):
+            scale.paper_smoke()
+    monkeypatch.setenv("REPRO_SCALE", "paper")
+    assert scale.paper_smoke() is True
+    for bad in ("yes", "2", "true"):
+        monkeypatch.setenv("REPRO_PAPER_SMOKE", bad)
+        with pytest.raises(ValueError, match=f"^REPRO_PAPER_SMOKE must be 0 or 1, got '{bad}'"):
+            scale.paper_smoke()
+
+
+def test_smoke_count_by_hand():
+    assert [scale.smoke_count(c) for c in (0, 1, 2, 3, 999, 1000, 1001, 2000, 2001, 4000, 20000)] == \
+        [0, 1, 2, 2, 2, 2, 2, 2, 3, 4, 20]
+    counts = list(range(0, 5000, 7))
+    shrunk = [scale.smoke_count(c) for c in counts]
+    assert shrunk == sorted(shrunk) and all(s <= c for s, c in zip(shrunk, counts))  # monotone, never more
+    for bad in (-1, 1.5, True, "3"):
+        with pytest.raises(ValueError, match="^c \\(a count\\) must be an int >= 0, got"):
+            scale.smoke_count(bad)
+
+
+@dataclass(frozen=True)
+class Big:
+    steps: int = 10000
+    check_step: int = 4000
+    n_seeds: int = 32
+    width: int = 256
+    d: int = 30
+    lr: float = 0.01
+    flag: bool = True
+    schedule: tuple = ((0.1, 3000),)
+    n_recovery: int = 50
+    nets_per_config: int = 100
+    data: str = "mnist"
+
+
+def test_smoke_config_shrinks_counts_only(monkeypatch):
+    small = scale.smoke_config(Big())
+    assert small == Big(steps=10, check_step=4, n_seeds=2, n_recovery=2, nets_per_config=2)
+    monkeypatch.setitem(scale.SMOKE_OVERRIDES, "demo", {"schedule": ((0.1, 3),), "steps": 5})
+    assert scale.smoke_config(Big(), "demo") == Big(steps=5, check_step=4, n_seeds=2, n_recovery=2,
+                                                     nets_per_config=2, schedule=((0.1, 3),))
+    assert scale.smoke_config({"steps": 100}) == {"steps": 100}     # no dataclass: unchanged
+    assert scale.smoke_config(Big) is Big
+    with pytest.raises(TypeError, match="^chapter must be a str"):
+        scale.smoke_config(Big(), 3)
+
+
+def test_smoke_count_fields():
+    hit = ["steps", "normal_steps", "epochs", "n_seeds", "seeds", "trials", "bias_draws", "rn_sets",
+           "n5_restarts", "deep_runs", "nets", "w6_parents", "parity_copies", "table_finetune",
+           "n5_sample", "cnn_score_samples", "opt_evals", "sine_extra", "sine_cap", "xor_trained",
+           "opt_random_starts", "check_step", "early", "nets_per_config", "n_per_class",
+           "n_recovery", "n_general", "n_lemma21", "n_impostor", "n_fdim", "n_one_layer", "n_random",
+           "n_eval", "n_minimal", "n_two", "n_deep", "n_xor_deep"]
+    miss = ["n", "d", "N", "width", "batch", "n_train", "n_test", "n_classes", "stepsize", "epochs_x",
+            "in_ch", "m", "grid_n", "n_fdim_points", "cnn_batch", "sets_x", "xsteps", "points_per_stage"]
+    assert [f for f in hit if not scale.SMOKE_COUNT_FIELD.search(f)] == []
+    assert [f for f in miss if scale.SMOKE_COUNT_FIELD.search(f)] == []
+
+
+def test_chapter_scales_in_a_smoke_run(monkeypatch):
+    ch = scale.ChapterScales("demo", quick=Big(steps=1), full=Big(steps=2), paper=Big())
+    monkeypatch.setenv("REPRO_SCALE", "paper")
+    assert ch.current == Big() and ch.for_scale("paper") == Big()
+    monkeypatch.setenv("REPRO_PAPER_SMOKE", "1")
+    assert ch.current == scale.smoke_config(Big()) == ch.for_scale("paper")
+    assert ch.for_scale("full") == Big(steps=2) and ch.paper == Big()  # only the paper config shrinks
+    text = scale.banner(ch)
+    assert text.startswith("PAPER-SMOKE RUN (REPRO_PAPER_SMOKE=1, a test of the code path, not a result)")
+    assert "nothing is saved under results/" in text and "steps=10," in text
+    monkeypatch.setenv("REPRO_PAPER_SMOKE", "0")
+    assert not scale.banner(ch).startswith("PAPER")
