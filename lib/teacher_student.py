@@ -12,6 +12,9 @@ The paper's theorems say that, once the gradient is small at every sample, each 
 * the metrics: :func:`correlation_matrix`, :func:`best_correlation` (Pearson correlation of hidden
   activations), :func:`specialisation_steps`, :func:`fan_out_norms`, :func:`alignment`;
 * Lemma 1, the recursive gradient rule, for any depth: :func:`recursive_gradients`;
+* deep teachers (Fig. 6, Theorem 5): :func:`make_teacher_deep` (regular rows, median-tuned biases,
+  standardised outputs), :func:`make_student_deep`, the batched trainer :func:`train_deep` and the
+  per-layer measure :func:`layer_best_correlations`;
 * Definition 7's data augmentations: :func:`axis_augment` and :func:`teacher_aware_augment`, and the
   public code's teacher-aware data set :func:`teacher_aware_inputs` (Fig. 9).
 
@@ -33,7 +36,8 @@ __all__ = [
     "make_teacher", "discrete_distinct_rows", "make_student", "gaussian_inputs", "hidden_and_output", "correlation_matrix",
     "best_correlation", "train_two_layer", "train_with_snapshots", "specialisation_steps",
     "fan_out_norms", "alignment", "recursive_gradients", "axis_augment", "teacher_aware_augment",
-    "teacher_aware_inputs", "prune_students", "two_layer_flops",
+    "teacher_aware_inputs", "prune_students", "two_layer_flops", "make_teacher_deep", "make_student_deep",
+    "deep_activations", "layer_best_correlations", "train_deep",
 ]
 
 
@@ -493,3 +497,169 @@ def teacher_aware_inputs(teacher, N: int, std: float = 1.5, alpha=(1.0, 2.0), se
         parts += [P, P + a * W1[j], P - a * W1[j]]
     Xa = np.concatenate(parts)
     return Xa / np.linalg.norm(Xa, axis=1, keepdims=True) * std * math.sqrt(d)
+
+
+# ----------------------------------------------------------------------------------------------
+# deep teachers (Fig. 6, Theorem 5): any depth, batched over students
+
+def _check_widths(widths, name: str = "widths") -> list:
+    widths = V.sequence(widths, name, min_len=1)
+    return [V.positive_int(w, f"{name}[{i}]") for i, w in enumerate(widths)]
+
+
+def make_teacher_deep(d: int, widths, C: int, X_tune, seed: int = 0) -> list:
+    """A deep ReLU teacher with hidden ``widths`` (the paper's Fig. 6: 50-75-100-125) and ``C`` linear
+    outputs, built like the public code's multilayer teacher: Gaussian weights with every row
+    normalised (regular, Definition 1), then *tuned* on the inputs ``X_tune`` (N, d) layer by layer
+    from the bottom: each hidden node's bias is minus the median of its pre-activation (so every teacher
+    node is active on half of ``X_tune``; the code's random initial biases cancel in this step), and
+    every output is standardised to mean 0 and standard deviation 1 on ``X_tune``. Float64 list of
+    (W, b) pairs, W of shape (out, in)."""
+    d, C = V.positive_int(d, "d"), V.positive_int(C, "C")
+    widths = _check_widths(widths)
+    X_tune = V.array(X_tune, "X_tune", ndim=2)
+    if X_tune.shape[1] != d:
+        raise V.ArgumentValueError(f"X_tune must have d = {d} columns, got {X_tune.shape[1]}")
+    rng = _rng(seed)
+    net, f = [], X_tune
+    for n_in, n_out in zip([d] + widths, widths + [C]):
+        W = rng.standard_normal((n_out, n_in))
+        W /= np.linalg.norm(W, axis=1, keepdims=True)
+        z = f @ W.T
+        if len(net) < len(widths):
+            b = -np.median(z, axis=0)
+            f = np.maximum(z + b, 0.0)
+        else:
+            sd = z.std(axis=0)
+            if not (sd > 0).all():
+                raise V.ArgumentValueError("X_tune gives a constant teacher output: it needs more varied rows")
+            W, b = W / sd[:, None], -z.mean(axis=0) / sd
+        net.append((W, b))
+    return net
+
+
+def make_student_deep(d: int, widths, C: int, S: int | None = None, scale: float = 0.1, seed: int = 0) -> list:
+    """A deep student with hidden ``widths``: PyTorch's default ``nn.Linear`` initialisation (weights and
+    biases uniform in ±1/√fan_in) times ``scale`` (the public code's ``student_scale_down = 0.1``),
+    float64. ``S`` stacks ``S`` independent students on a leading axis (W of shape (S, out, in))."""
+    d, C = V.positive_int(d, "d"), V.positive_int(C, "C")
+    widths = _check_widths(widths)
+    scale = V.positive(scale, "scale")
+    lead = () if S is None else (V.positive_int(S, "S"),)
+    rng = _rng(seed)
+    net = []
+    for n_in, n_out in zip([d] + widths, widths + [C]):
+        r = scale / math.sqrt(n_in)
+        net.append((rng.uniform(-r, r, lead + (n_out, n_in)), rng.uniform(-r, r, lead + (n_out,))))
+    return net
+
+
+def _deep_forward(net, x):
+    """Pre-activations and activations ``[x, f_1, ..., f_L]`` of a (batched) deep net; ``x`` (N, d) or
+    (S, N, d)."""
+    zs, fs = [], [x]
+    for i, (W, b) in enumerate(net):
+        z = fs[-1] @ np.swapaxes(W, -1, -2) + b[..., None, :]
+        zs.append(z)
+        fs.append(z if i == len(net) - 1 else np.maximum(z, 0.0))
+    return zs, fs
+
+
+def deep_activations(net, X) -> tuple[list, np.ndarray]:
+    """Hidden ReLU activations of every hidden layer and the outputs of a deep net (batched or not)
+    on ``X`` (N, d): ``([f_1, ..., f_{L-1}], f_L)``, shapes (N, n_l) or (S, N, n_l)."""
+    net = _check_net(net, "net", layers=None)
+    X = V.array(X, "X", ndim=2)
+    if X.shape[1] != net[0][0].shape[-1]:
+        raise V.ArgumentValueError(f"X must have {net[0][0].shape[-1]} columns (the net's inputs), got {X.shape[1]}")
+    _, fs = _deep_forward(net, X)
+    return fs[1:-1], fs[-1]
+
+
+def layer_best_correlations(teacher, student, X) -> list:
+    """Theorem 5 / Fig. 6: for every hidden layer ``l``, each teacher node's best Pearson correlation with
+    a student node *of the same layer* on the inputs ``X``: a list of arrays (m_l,) or, for a batched
+    student, (S, m_l). Teacher (one net) and student need the same depth."""
+    teacher = _check_net(teacher, "teacher", batched=False, layers=None)
+    student = _check_net(student, "student", layers=None)
+    if len(teacher) != len(student):
+        raise V.ArgumentValueError(f"teacher and student must have the same depth, got {len(teacher)} and "
+                                   f"{len(student)} layers")
+    Ht, _ = deep_activations(teacher, X)
+    Hs, _ = deep_activations(student, X)
+    out = []
+    for ht, hs in zip(Ht, Hs):
+        if hs.ndim == 2:
+            out.append(best_correlation(ht, hs))
+        else:
+            out.append(np.stack([best_correlation(ht, h) for h in hs]))
+    return out
+
+
+def _train_deep(teacher, student, X, steps, lr, batch_size, seed, record_at):
+    """SGD/GD of a batched deep student: hand-written backward ``g_L = f* − f``,
+    ``g_{l−1} = D_{l−1} W_lᵀ g_l`` (Eq. 15; Lemma 1 gives the same g_l) and ``Ẇ_l = E[g_l f_{l−1}ᵀ]`` (Eq. 1)."""
+    unbatched = student[0][0].ndim == 2
+    net = [(W[None].copy(), b[None].copy()) if unbatched else (W.copy(), b.copy()) for W, b in student]
+    _, ft = _deep_forward(teacher, X)
+    Y = ft[-1]
+    S, N, L = net[0][0].shape[0], X.shape[0], len(net)
+    rng = np.random.default_rng(seed)
+    record, snaps = set(record_at), {}
+
+    def snapshot():
+        return [(W[0].copy(), b[0].copy()) if unbatched else (W.copy(), b.copy()) for W, b in net]
+
+    step = lr / (N if batch_size is None else batch_size)
+    for t in range(steps):
+        if t in record:
+            snaps[t] = snapshot()
+        if batch_size is None:
+            x, y = X, Y
+        else:
+            idx = rng.integers(N, size=(S, batch_size))
+            x, y = X[idx], Y[idx]
+        zs, fs = _deep_forward(net, x)
+        g = y - fs[-1]                                            # g_L = f*_L − f_L
+        for l in range(L - 1, -1, -1):
+            W, b = net[l]
+            dW = np.swapaxes(g, -1, -2) @ fs[l]
+            db = g.sum(-2)
+            if l:
+                g = (g @ W) * (zs[l - 1] > 0)                     # g_{l−1} = D_{l−1} W_lᵀ g_l
+            W += step * dW
+            b += step * db
+        if (t + 1) % 256 == 0 or t + 1 == steps:
+            V.finite_loss(sum(W.sum() for W, _ in net), t + 1, lr, what="student weights")
+    if steps in record:
+        snaps[steps] = snapshot()
+    return snapshot(), snaps
+
+
+def train_deep(teacher, student, X, steps, lr, batch_size=64, seed=0, record_at=()) -> tuple[list, dict]:
+    """Train a deep ReLU student (any depth, batched or not) on a deep teacher's outputs (Fig. 6): plain
+    SGD on the minibatch mean of ½‖f*(x) − f(x)‖², each of the ``S`` students drawing its own minibatches
+    of ``batch_size`` rows with replacement (``None``: full-batch GD), all ``S`` updated in one batched
+    tensor computation with a hand-written backward pass. Teacher and student have the same depth and
+    input/output sizes; the teacher is one net. Returns ``(trained, {step: student})`` with copies of the
+    student at the steps ``record_at`` (0 = before training)."""
+    teacher = _check_net(teacher, "teacher", batched=False, layers=None)
+    student = _check_net(student, "student", layers=None)
+    if len(teacher) != len(student):
+        raise V.ArgumentValueError(f"teacher and student must have the same depth, got {len(teacher)} and "
+                                   f"{len(student)} layers")
+    X = V.array(X, "X", ndim=2)
+    if teacher[0][0].shape[1] != X.shape[1] or student[0][0].shape[-1] != X.shape[1]:
+        raise V.ArgumentValueError(f"X has {X.shape[1]} columns but the teacher takes {teacher[0][0].shape[1]} "
+                                   f"inputs and the student {student[0][0].shape[-1]}")
+    if teacher[-1][0].shape[0] != student[-1][0].shape[-2]:
+        raise V.ArgumentValueError(f"teacher and student must have the same number of outputs, got "
+                                   f"{teacher[-1][0].shape[0]} and {student[-1][0].shape[-2]}")
+    steps = V.nonnegative_int(steps, "steps")
+    lr = V.positive(lr, "lr (the learning rate)")
+    if batch_size is not None:
+        batch_size = V.positive_int(batch_size, "batch_size")
+    seed = V.seed(seed)
+    record_at = [V.nonnegative_int(s, "record_at step", max=steps) for s in V.sequence(record_at, "record_at")]
+    with np.errstate(over="ignore", invalid="ignore"):
+        return _train_deep(teacher, student, X, steps, lr, batch_size, seed, record_at)

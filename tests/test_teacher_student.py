@@ -416,3 +416,171 @@ def test_data_set_functions_reject_bad_input():
         TS.make_teacher(3, 2, 1, p=-1.0)
     with pytest.raises(ValueError, match="scale"):
         TS.make_student(3, 2, 1, scale=0.0)
+
+
+# ---------------------------------------------------------------------------------------------- deep teachers
+
+def deep_setup(S=None, tw=(5, 4), sw=(7, 6), d=3, C=2, N=30, seed=0):
+    X = TS.gaussian_inputs(N, d, std=1.0, seed=seed)
+    T = TS.make_teacher_deep(d, list(tw), C, X, seed=seed + 1)
+    st = TS.make_student_deep(d, list(sw), C, S=S, scale=1.0, seed=seed + 2)
+    return T, st, X
+
+
+def autograd_gd_step(teacher, student, x, lr):
+    """One SGD step on ½‖f* − f‖² averaged over the rows of x, by torch autograd (any depth)."""
+    def f(net, h):
+        for i, (W, b) in enumerate(net):
+            h = h @ W.T + b
+            h = h if i == len(net) - 1 else torch.relu(h)
+        return h
+    T = [(torch.tensor(W), torch.tensor(b)) for W, b in teacher]
+    S = [(torch.tensor(W, requires_grad=True), torch.tensor(b, requires_grad=True)) for W, b in student]
+    xt = torch.tensor(x)
+    (0.5 * ((f(T, xt) - f(S, xt)) ** 2).sum(1).mean()).backward()
+    return [((W - lr * W.grad).detach().numpy(), (b - lr * b.grad).detach().numpy()) for W, b in S]
+
+
+def test_make_teacher_deep_is_regular_median_tuned_and_standardised():
+    X = TS.gaussian_inputs(101, 4, std=2.0, seed=0)
+    T = TS.make_teacher_deep(4, [6, 5], 3, X, seed=1)
+    assert [W.shape for W, _ in T] == [(6, 4), (5, 6), (3, 5)] and [b.shape for _, b in T] == [(6,), (5,), (3,)]
+    f = X
+    for W, b in T[:-1]:
+        assert np.allclose(np.linalg.norm(W, axis=1), 1.0)
+        z = f @ W.T + b
+        assert np.all((z > 0).sum(0) == 50) and np.all((z < 0).sum(0) == 50)   # median: half active (N odd)
+        f = np.maximum(z, 0)
+    Y = f @ T[-1][0].T + T[-1][1]
+    assert np.allclose(Y.mean(0), 0, atol=1e-12) and np.allclose(Y.std(0), 1.0)
+    assert np.allclose(TS.deep_activations(T, X)[1], Y)
+    again = TS.make_teacher_deep(4, [6, 5], 3, X, seed=1)
+    other = TS.make_teacher_deep(4, [6, 5], 3, X, seed=2)
+    assert all(np.array_equal(a[0], b[0]) for a, b in zip(T, again)) and not np.allclose(T[0][0], other[0][0])
+
+
+def test_make_teacher_deep_rejects_bad_input():
+    X = TS.gaussian_inputs(10, 4, seed=0)
+    with pytest.raises(ValueError, match=r"X_tune must have d = 3 columns, got 4"):
+        TS.make_teacher_deep(3, [2], 1, X)
+    with pytest.raises(ValueError, match=r"X_tune gives a constant teacher output: it needs more varied rows"):
+        TS.make_teacher_deep(4, [2], 1, np.ones((5, 4)))
+    with pytest.raises(ValueError, match=r"widths\[1\]"):
+        TS.make_teacher_deep(4, [2, 0], 1, X)
+    with pytest.raises(ValueError, match="widths"):
+        TS.make_teacher_deep(4, [], 1, X)
+
+
+def test_make_student_deep_default_init_bounds():
+    st = TS.make_student_deep(4, [300, 2], 3, S=2, scale=0.5, seed=0)
+    assert [W.shape for W, _ in st] == [(2, 300, 4), (2, 2, 300), (2, 3, 2)]
+    assert [b.shape for _, b in st] == [(2, 300), (2, 2), (2, 3)]
+    for (W, b), fan_in in zip(st, (4, 300, 2)):
+        r = 0.5 / math.sqrt(fan_in)
+        assert np.abs(W).max() <= r and np.abs(b).max() <= r
+    W1 = st[0][0]
+    assert W1.max() > 0.95 * 0.25 and W1.min() < -0.95 * 0.25        # uniform over the whole range
+    assert TS.make_student_deep(4, [3], 2, seed=0)[0][0].shape == (3, 4)
+    assert np.abs(TS.make_student_deep(4, [300], 2, seed=0)[0][0]).max() > 0.95 * 0.1 * 0.5   # default scale 0.1
+    assert not np.allclose(TS.make_student_deep(4, [3], 2, seed=1)[0][0], TS.make_student_deep(4, [3], 2, seed=0)[0][0])
+    with pytest.raises(ValueError, match="scale"):
+        TS.make_student_deep(4, [3], 2, scale=0.0)
+
+
+def test_deep_activations_match_a_loop():
+    T, st, X = deep_setup(S=2)
+    H, Y = TS.deep_activations(st, X)
+    assert [h.shape for h in H] == [(2, 30, 7), (2, 30, 6)] and Y.shape == (2, 30, 2)
+    for s in range(2):
+        for i in (0, 13, 29):
+            h1 = np.maximum(st[0][0][s] @ X[i] + st[0][1][s], 0)
+            h2 = np.maximum(st[1][0][s] @ h1 + st[1][1][s], 0)
+            assert np.allclose(H[0][s, i], h1) and np.allclose(H[1][s, i], h2)
+            assert np.allclose(Y[s, i], st[2][0][s] @ h2 + st[2][1][s])
+    with pytest.raises(ValueError, match=r"X must have 3 columns \(the net's inputs\), got 2"):
+        TS.deep_activations(st, X[:, :2])
+
+
+def test_layer_best_correlations_per_layer_against_brute_force():
+    T, st, X = deep_setup(S=2)
+    got = TS.layer_best_correlations(T, st, X)
+    Ht, _ = TS.deep_activations(T, X)
+    Hs, _ = TS.deep_activations(st, X)
+    assert [g.shape for g in got] == [(2, 5), (2, 4)]
+    for l in range(2):
+        for s in range(2):
+            assert np.allclose(got[l][s], brute_best(Ht[l], Hs[l][s]), atol=1e-12)
+    one = TS.layer_best_correlations(T, [(W[1], b[1]) for W, b in st], X)
+    assert all(np.allclose(o, g[1], atol=1e-14) for o, g in zip(one, got))
+    # a student holding a scaled copy of the teacher in its first nodes, layer by layer: correlation 1 everywhere
+    copy = [(W[0].copy(), b[0].copy()) for W, b in st]
+    (W1, b1), (W2, b2), (W3, b3) = copy
+    W1[:5], b1[:5] = 2 * T[0][0], 2 * T[0][1]
+    W2[:] = 0
+    W2[:4, :5], b2[:4] = 0.5 * T[1][0], T[1][1]
+    assert np.allclose(np.concatenate(TS.layer_best_correlations(T, copy, X)), 1.0, atol=1e-12)
+    with pytest.raises(ValueError, match="same depth, got 3 and 2 layers"):
+        TS.layer_best_correlations(T, st[1:], X)
+
+
+@pytest.mark.parametrize("tw, sw", [((5, 4), (7, 6)), ((3,), (6,)), ((4, 3, 3), (5, 6, 4))])
+def test_train_deep_gd_step_equals_autograd_and_lemma1(tw, sw):
+    T, st, X = deep_setup(S=2, tw=tw, sw=sw)
+    got, _ = TS.train_deep(T, st, X, 1, 0.1, batch_size=None)
+    for s in range(2):
+        one = [(W[s], b[s]) for W, b in st]
+        want = autograd_gd_step(T, one, X, 0.1)
+        # Lemma 1 + Eq. 1: dW_l = E_x[g_l f_{l-1}^T] with g_l from the recursive rule D_l[A_l f*_l - B_l f_l]
+        g = TS.recursive_gradients(T, one, X)
+        fs = [X] + TS.deep_activations(one, X)[0]
+        for l, ((W, b), (Wr, br), (W0, b0)) in enumerate(zip(got, want, one)):
+            assert np.max(np.abs(W[s] - Wr)) < 1e-12 and np.max(np.abs(b[s] - br)) < 1e-12
+            assert np.max(np.abs(W[s] - (W0 + 0.1 * g[l].T @ fs[l] / len(X)))) < 1e-10
+            assert np.max(np.abs(b[s] - (b0 + 0.1 * g[l].mean(0)))) < 1e-10
+    assert max(np.abs(W[0] - W0).max() for (W, _), (W0, _) in zip(got, st)) > 1e-3   # it moved
+
+
+def test_train_deep_sgd_follows_the_drawn_minibatches_and_snapshots():
+    T, st, X = deep_setup(S=2)
+    got, snaps = TS.train_deep(T, st, X, 4, 0.05, batch_size=5, seed=7, record_at=[0, 2, 4])
+    rng = np.random.default_rng(7)
+    ref = [[(W[s], b[s]) for W, b in st] for s in range(2)]
+    for t in range(4):
+        idx = rng.integers(30, size=(2, 5))
+        if t == 2:
+            for s in range(2):
+                assert all(np.allclose(a[s], r) for (a, _), (r, _) in zip(snaps[2], ref[s]))
+        ref = [autograd_gd_step(T, ref[s], X[idx[s]], 0.05) for s in range(2)]
+    for s in range(2):
+        for (W, b), (Wr, br) in zip(got, ref[s]):
+            assert np.allclose(W[s], Wr, atol=1e-12) and np.allclose(b[s], br, atol=1e-12)
+    assert sorted(snaps) == [0, 2, 4] and np.array_equal(snaps[0][0][0], st[0][0])
+    assert np.array_equal(snaps[4][2][0], got[2][0])
+    one, snaps1 = TS.train_deep(T, [(W[0], b[0]) for W, b in st], X, 3, 0.05, batch_size=None, record_at=[3])
+    assert one[0][0].shape == (7, 3) and snaps1[3][0][0].shape == (7, 3) and np.array_equal(snaps1[3][0][0], one[0][0])
+    assert np.array_equal(st[0][0], deep_setup(S=2)[1][0][0])          # the input student is untouched
+
+
+def test_train_deep_many_steps_reduce_the_loss_and_divergence_raises():
+    T, st, X = deep_setup(S=2, N=200)
+    out, _ = TS.train_deep(T, st, X, 300, 0.05, batch_size=16, seed=1)
+    loss = lambda net: ((TS.deep_activations(net, X)[1] - TS.deep_activations(T, X)[1]) ** 2).sum(-1).mean(-1)  # noqa: E731
+    assert np.all(loss(out) < 0.5 * loss(st))
+    with pytest.raises(TrainingDivergedError, match="lr="):
+        TS.train_deep(T, st, 1e3 * X, 300, 10.0, batch_size=None)
+
+
+def test_train_deep_rejects_bad_input():
+    T, st, X = deep_setup()
+    with pytest.raises(ValueError, match="same depth, got 3 and 2 layers"):
+        TS.train_deep(T, st[1:], X, 1, 0.1)
+    with pytest.raises(ValueError, match=r"X has 2 columns but the teacher takes 3 inputs and the student 3"):
+        TS.train_deep(T, st, X[:, :2], 1, 0.1)
+    with pytest.raises(ValueError, match="same number of outputs, got 2 and 3"):
+        TS.train_deep(T, TS.make_student_deep(3, [7, 6], 3), X, 1, 0.1)
+    with pytest.raises(ValueError, match="single net"):
+        TS.train_deep([(W[None], b[None]) for W, b in T], st, X, 1, 0.1)
+    for kwargs, match in [(dict(steps=-1), "steps"), (dict(lr=0.0), "lr"), (dict(batch_size=0), "batch_size"),
+                          (dict(seed=-1), "seed"), (dict(record_at=[2]), "record_at")]:
+        with pytest.raises(ValueError, match=match):
+            TS.train_deep(T, st, X, **(dict(steps=1, lr=0.1) | kwargs))
