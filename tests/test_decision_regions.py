@@ -1,0 +1,469 @@
+"""Tests of lib.decision_regions (chapter 10, part D; thesis Ch. 5): values against hand-worked cases,
+brute force (a flood fill, a reference SGD loop) and the thesis' closed forms."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from lib import decision_regions as DR
+from lib.nets import forward_f64
+
+
+def leaky(t, a):
+    return t if t >= 0 else a * t
+
+
+# ---------------------------------------------------------------------------------------------
+# Theorem 5.2.3's conditions
+
+@pytest.mark.parametrize("widths, expected", [
+    ([2, 2, 2], True), ([2, 1, 5], True), ([3, 3, 2, 1, 7], True), ([2, 2], True),
+    ([2, 3, 2], False), ([2, 1, 2, 2], False), ([4, 2, 3, 1], False)])
+def test_is_pyramidal(widths, expected):
+    assert DR.is_pyramidal(widths) is expected
+
+
+def test_is_pyramidal_rejects_bad_widths():
+    with pytest.raises(ValueError, match="widths"):
+        DR.is_pyramidal([2])
+    with pytest.raises(ValueError, match=r"widths\[i\]"):
+        DR.is_pyramidal([2, 0, 1])
+
+
+def test_theorem_conditions_of_the_examples():
+    """Each necessity example breaks exactly one assumption (§5.3.1-5.3.4)."""
+    want = {"(5.3)": (False, True, True), "(5.4)": (True, True, False), "(5.5)": (True, False, True),
+            "width 3": (False, True, True)}
+    for ex in (DR.example_53(), DR.example_54(), DR.example_55(), DR.width3_disconnected()):
+        c = DR.theorem_523_conditions(ex.params, ex.alpha)
+        key = next(k for k in want if ex.name.startswith(k))
+        assert (c["pyramidal"], c["bijective"], c["full_rank"]) == want[key], ex.name
+        assert c["holds"] is False
+
+
+def test_theorem_conditions_hold_for_a_full_rank_leaky_pyramid():
+    rng = np.random.default_rng(0)
+    net = [(rng.standard_normal((2, 2)), rng.standard_normal(2)), (rng.standard_normal((3, 2)), np.zeros(3))]
+    assert DR.theorem_523_conditions(net, 0.1) == {"pyramidal": True, "bijective": True, "full_rank": True,
+                                                   "holds": True}
+    # a rank-1 hidden layer (parallel rows) breaks full rank; the output layer's rank does not count
+    low = [(np.array([[1.0, 2.0], [2.0, 4.0]]), np.zeros(2)), (np.zeros((3, 2)), np.zeros(3))]
+    c = DR.theorem_523_conditions(low, 0.1)
+    assert (c["full_rank"], c["holds"]) == (False, False)
+    net_zero_out = [net[0], (np.zeros((3, 2)), np.zeros(3))]
+    assert DR.theorem_523_conditions(net_zero_out, 0.1)["holds"] is True
+    # a 3-row hidden layer of rank 2 = min(3, 2) is full rank
+    wide = [(rng.standard_normal((3, 2)), np.zeros(3)), (rng.standard_normal((2, 3)), np.zeros(2))]
+    c = DR.theorem_523_conditions(wide, 0.1)
+    assert (c["pyramidal"], c["full_rank"], c["holds"]) == (False, True, False)
+
+
+def test_theorem_conditions_errors():
+    with pytest.raises(ValueError, match="alpha"):
+        DR.theorem_523_conditions(DR.example_53().params, 1.5)
+    with pytest.raises(ValueError, match="params"):
+        DR.theorem_523_conditions("net", 0.1)
+
+
+# ---------------------------------------------------------------------------------------------
+# the examples: network values by hand, and the closed forms
+
+def test_example_53_by_hand():
+    ex = DR.example_53()
+    assert ex.alpha == 0.5 and ex.target == 0
+    # x = (1, 2): t = 3, h1 = 3, h2 = (3, -1.5), f = (2*3 + 3*(-1.5), 3 + 2*(-1.5) + 1) = (1.5, 1)
+    # x = (-3, -2): t = -5, h1 = -2.5, h2 = (-1.25, 2.5), f = (-2.5 + 7.5, -1.25 + 5 + 1) = (5, 4.75)
+    # x = (0, 0): f = (0, 1)
+    X = np.array([[1.0, 2.0], [-3.0, -2.0], [0.0, 0.0]])
+    np.testing.assert_allclose(forward_f64(ex.params, X, ex.alpha), [[1.5, 1.0], [5.0, 4.75], [0.0, 1.0]])
+    assert list(ex.closed_form(X)) == [True, True, False]
+    # the boundaries t = 2 and t = -4 are excluded
+    assert list(ex.closed_form(np.array([[1.0, 1.0], [-2.0, -2.0], [1.0, 1.01], [-2.0, -2.01]]))) == \
+        [False, False, True, True]
+
+
+def test_example_54_by_hand():
+    for alpha in (0.1, 0.3):
+        ex = DR.example_54(alpha)
+        assert ex.alpha == alpha
+        for x1 in (-3.0, -0.5, 0.0, 0.7, 1.5, 2.0):
+            f = forward_f64(ex.params, np.array([[x1, 5.0]]), alpha)[0]
+            blue = leaky(x1 - 1, alpha) + leaky(-x1 - 1, alpha)
+            np.testing.assert_allclose(f, [blue, -2 * alpha], atol=1e-15)
+        assert list(ex.closed_form(np.array([[1.5, 0.0], [-1.5, 0.0], [1.0, 0.0], [-1.0, 0.0], [0.2, 3.0]]))) == \
+            [True, True, False, False, False]
+    with pytest.raises(ValueError, match="alpha"):
+        DR.example_54(0.0)
+    with pytest.raises(ValueError, match="alpha"):
+        DR.example_54(1.0)
+
+
+def test_example_55_by_hand():
+    ex = DR.example_55()
+    assert ex.alpha == 0.0
+    r = math.sqrt(2.0)
+    for x in ([0.5, 0.4], [-1.0, 5.0], [2.0, -3.0], [0.9, 0.9], [-1.0, 3.7]):
+        h = np.maximum(x, 0.0)
+        u = np.array([h[0] + h[1] + r - 1, -h[0] + h[1] - 3]) / r
+        g = np.maximum(u, 0.0)
+        np.testing.assert_allclose(forward_f64(ex.params, np.array([x]))[0], [1 - g[0], -3 * g[1]], atol=1e-14)
+    X = np.array([[0.5, 0.4], [-1.0, 5.0], [0.9, 0.9], [-1.0, 3.7], [0.0, 5.0], [1.0, 0.0], [-2.0, 4.0]])
+    assert list(ex.closed_form(X)) == [True, True, False, False, True, False, False]
+
+
+def test_width3_by_hand():
+    ex = DR.width3_disconnected(0.2)
+    assert [W.shape for W, _ in ex.params] == [(3, 2), (2, 3)]
+    assert np.linalg.matrix_rank(ex.params[0][0]) == 2
+    for x in ([1.5, -2.0], [0.3, 7.0], [-4.0, 1.0]):
+        f = forward_f64(ex.params, np.array([x]), 0.2)[0]
+        np.testing.assert_allclose(f, [leaky(x[0] - 1, 0.2) + leaky(-x[0] - 1, 0.2), -0.4], atol=1e-15)
+    with pytest.raises(ValueError, match="alpha"):
+        DR.width3_disconnected(-0.1)
+
+
+@pytest.mark.parametrize("make", [DR.example_53, DR.example_54, DR.example_55, DR.width3_disconnected])
+def test_closed_forms_agree_with_the_networks(make):
+    ex = make()
+    X = np.random.default_rng(1).uniform(-8, 8, size=(5000, 2))
+    assert DR.agreement(ex, X) == 1.0
+    # a wrong closed form is caught
+    wrong = DR.Example(ex.name, ex.params, ex.alpha, ex.target, lambda Z: ~ex.closed_form(Z))
+    assert DR.agreement(wrong, X) == 0.0
+    other = DR.Example(ex.name, ex.params, ex.alpha, 1, ex.closed_form)
+    assert DR.agreement(other, X) < 1.0
+
+
+def test_agreement_errors():
+    with pytest.raises(ValueError, match="example"):
+        DR.agreement("ex", np.zeros((3, 2)))
+    with pytest.raises(ValueError, match="X"):
+        DR.agreement(DR.example_53(), np.zeros((3, 3)))
+
+
+# ---------------------------------------------------------------------------------------------
+# regions and components
+
+def test_region_masks_strict_and_ties():
+    # three constant outputs via zero weights: biases decide
+    net = [(np.zeros((2, 2)), np.zeros(2)), (np.zeros((3, 2)), np.array([1.0, 1.0, 0.5]))]
+    X = np.zeros((4, 2))
+    assert not DR.region_masks(net, X, 0.1).any()  # outputs 0 and 1 tie: no region holds the points
+    net = [(np.zeros((2, 2)), np.zeros(2)), (np.zeros((3, 2)), np.array([0.2, 1.0, 0.5]))]
+    assert DR.region_masks(net, X, 0.1).tolist() == [[False, True, False]] * 4
+    # tol: a lead of 0.5 is enough at tol 0.4, not at 0.5
+    assert DR.region_masks(net, X, 0.1, tol=0.4)[:, 1].all()
+    assert not DR.region_masks(net, X, 0.1, tol=0.5).any()
+    # the default margin is tiny: a lead of 1e-6 counts
+    net = [(np.zeros((2, 2)), np.zeros(2)), (np.zeros((2, 2)), np.array([0.0, 1e-6]))]
+    assert DR.region_masks(net, X, 0.1).tolist() == [[False, True]] * 4
+
+
+def test_region_masks_of_a_linear_classifier():
+    # one hidden identity layer of positive inputs: f = (x1, x2); C_0 = {x1 > x2}
+    net = [(np.eye(2), np.full(2, 10.0)), (np.eye(2), np.zeros(2))]
+    X = np.random.default_rng(2).uniform(-5, 5, (300, 2))
+    M = DR.region_masks(net, X, 0.0)
+    assert (M[:, 0] == (X[:, 0] > X[:, 1])).all() and (M[:, 1] == (X[:, 1] > X[:, 0])).all()
+
+
+def test_region_masks_errors():
+    single = [(np.eye(2), np.zeros(2)), (np.ones((1, 2)), np.zeros(1))]
+    with pytest.raises(ValueError, match="params: a classifier needs at least 2 outputs, got 1"):
+        DR.region_masks(single, np.zeros((2, 2)), 0.1)
+    with pytest.raises(ValueError, match="tol"):
+        DR.region_masks(DR.example_53().params, np.zeros((2, 2)), 0.5, tol=-1.0)
+
+
+def test_grid_points_order_and_edges():
+    xs, ys, X = DR.grid_points((0.0, 2.0, -1.0, 1.0), 3)
+    assert xs.tolist() == [0.0, 1.0, 2.0] and ys.tolist() == [-1.0, 0.0, 1.0]
+    assert X.tolist() == [[0, -1], [1, -1], [2, -1], [0, 0], [1, 0], [2, 0], [0, 1], [1, 1], [2, 1]]
+    with pytest.raises(ValueError, match="res"):
+        DR.grid_points((0, 1, 0, 1), 2)
+    with pytest.raises(ValueError, match="box"):
+        DR.grid_points((1, 0, 0, 1), 5)
+
+
+def test_region_grid_layout():
+    # C_0 = {x1 > x2} on the grid of (0, 2) x (0, 1), res 3: [j, i, k] is the point (xs[k], ys[i])
+    net = [(np.eye(2), np.full(2, 10.0)), (np.eye(2), np.zeros(2))]
+    G = DR.region_grid(net, (0.0, 2.0, 0.0, 1.0), 3, 0.0)
+    xs, ys = np.linspace(0, 2, 3), np.linspace(0, 1, 3)
+    assert G.shape == (2, 3, 3)
+    assert (G[0] == (xs[None, :] > ys[:, None])).all() and (G[1] == (ys[:, None] > xs[None, :])).all()
+
+
+def flood_components(mask, connectivity):
+    """Brute force: a breadth-first flood fill; returns (n_total, n_edge_free)."""
+    h, w = mask.shape
+    seen = np.zeros_like(mask)
+    steps = [(1, 0), (-1, 0), (0, 1), (0, -1)]
+    if connectivity == 8:
+        steps += [(1, 1), (1, -1), (-1, 1), (-1, -1)]
+    total = edge_free = 0
+    for i in range(h):
+        for j in range(w):
+            if mask[i, j] and not seen[i, j]:
+                total += 1
+                queue, seen[i, j], edge = [(i, j)], True, False
+                while queue:
+                    a, b = queue.pop()
+                    edge |= a in (0, h - 1) or b in (0, w - 1)
+                    for da, db in steps:
+                        p, q = a + da, b + db
+                        if 0 <= p < h and 0 <= q < w and mask[p, q] and not seen[p, q]:
+                            seen[p, q] = True
+                            queue.append((p, q))
+                edge_free += not edge
+    return total, edge_free
+
+
+def test_components_by_hand():
+    m = np.zeros((7, 7), bool)
+    m[2:5, 2:5] = True      # an interior square
+    m[0, :] = True          # the top edge
+    m[6, 6] = True          # a corner pixel
+    m[5, 0] = True          # an edge pixel
+    m[1, 5] = True          # touches the top row only diagonally... and vertically: row 0 is full
+    n, free, labels = DR.components(m, 4)
+    assert (n, free) == (4, 1)
+    assert labels.shape == m.shape and labels[3, 3] > 0 and labels[3, 3] != labels[0, 0]
+    # a diagonal pair: two components in 4-connectivity, one in 8
+    d = np.zeros((5, 5), bool)
+    d[1, 1] = d[2, 2] = d[3, 1] = True
+    assert DR.components(d, 4)[:2] == (3, 3)
+    assert DR.components(d, 8)[:2] == (1, 1)
+    assert DR.components(d)[:2] == (1, 1)  # 8 is the default
+    # the last row and column count as edge
+    e = np.zeros((5, 6), bool)
+    e[4, 2] = e[2, 5] = e[2, 2] = True
+    assert DR.components(e, 4)[:2] == (3, 1)
+    assert DR.components(np.zeros((4, 4), bool))[:2] == (0, 0)
+
+
+@pytest.mark.parametrize("connectivity", [4, 8])
+def test_components_against_a_flood_fill(connectivity):
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        m = rng.random((rng.integers(3, 15), rng.integers(3, 15))) < rng.uniform(0.2, 0.7)
+        assert DR.components(m, connectivity)[:2] == flood_components(m, connectivity)
+
+
+def test_components_errors():
+    with pytest.raises(ValueError, match="mask must be a boolean array"):
+        DR.components(np.zeros((3, 3)))
+    with pytest.raises(ValueError, match="mask"):
+        DR.components(np.zeros(3, bool))
+    with pytest.raises(ValueError, match="connectivity"):
+        DR.components(np.zeros((3, 3), bool), 6)
+    with pytest.raises(ValueError, match="connectivity"):
+        DR.component_counts(DR.example_53().params, (-1, 1, -1, 1), 5, 0.5, connectivity=2)
+
+
+def test_component_counts_of_the_examples():
+    box = (-8, 8, -8, 8)
+    for make in (DR.example_53, DR.example_55, DR.width3_disconnected, DR.example_54):
+        ex = make()
+        counts = DR.component_counts(ex.params, box, 161, ex.alpha)
+        assert counts[ex.target] == (2, 0), ex.name   # two unbounded pieces, both touch the window's edge
+    # inside |x1| <= 0.9 the blue region of the width-3 net is empty; red: one piece
+    ex = DR.width3_disconnected()
+    assert DR.component_counts(ex.params, (-0.9, 0.9, -3, 3), 41, ex.alpha) == [(0, 0), (0, 0)]
+    # a bounded blue island: one hidden layer of 4 units, blue = -(sum of |x_i| - 1)
+    island = [(np.array([[1.0, 0], [-1, 0], [0, 1], [0, -1]]), np.zeros(4)),
+              (np.array([[-1.0, -1, -1, -1], [0, 0, 0, 0]]), np.array([1.0, 0.0]))]
+    assert DR.component_counts(island, (-3, 3, -3, 3), 61, 0.0) == [(1, 1), (1, 0)]
+    assert DR.component_counts(island, (-0.5, 0.5, -3, 3), 61, 0.0) == [(1, 0), (2, 0)]
+
+
+def test_bend_points_lie_on_the_boundary():
+    rng = np.random.default_rng(4)
+    for alpha in (0.1, 0.5):
+        for _ in range(10):
+            net = [(rng.standard_normal((2, 2)), rng.standard_normal(2)),
+                   (rng.standard_normal((2, 2)), rng.standard_normal(2))]
+            P = DR.bend_points(net, alpha)
+            F = forward_f64(net, P, alpha)
+            np.testing.assert_allclose(F[:, 0] - F[:, 1], 0.0, atol=1e-9)
+            U = P @ net[0][0].T + net[0][1]
+            assert abs(U[0, 0]) < 1e-9 and abs(U[1, 1]) < 1e-9
+            lo0, hi0, lo1, hi1 = DR.bend_window(net, alpha, margin=0.5)
+            assert hi0 - lo0 == pytest.approx(hi1 - lo1)
+            assert (P[:, 0] >= lo0 + 0.5 - 1e-12).all() and (P[:, 0] <= hi0 - 0.5 + 1e-12).all()
+            assert (P[:, 1] >= lo1 + 0.5 - 1e-12).all() and (P[:, 1] <= hi1 - 0.5 + 1e-12).all()
+            # the window is as tight as the margin allows along one axis
+            assert min(P[:, 0].min() - lo0, P[:, 1].min() - lo1) == pytest.approx(0.5)
+
+
+def test_bend_points_by_hand():
+    # W1 = I, b1 = 0, a = (1, 2), c = -1: u = (0, 0.5) and (1, 0)
+    net = [(np.eye(2), np.zeros(2)), (np.array([[1.0, 2.0], [0.0, 0.0]]), np.array([-1.0, 0.0]))]
+    np.testing.assert_allclose(DR.bend_points(net, 0.1), [[0.0, 0.5], [1.0, 0.0]])
+    # c = +1: s^-1(-1/2) = -5 and s^-1(-1) = -10 at alpha 0.1
+    net = [(np.eye(2), np.zeros(2)), (np.array([[1.0, 2.0], [0.0, 0.0]]), np.array([1.0, 0.0]))]
+    np.testing.assert_allclose(DR.bend_points(net, 0.1), [[0.0, -5.0], [-10.0, 0.0]])
+    assert DR.bend_window(net, 0.1, margin=1.0) == pytest.approx((-11.0, 1.0, -8.5, 3.5))
+    assert DR.bend_window(net, 0.1) == pytest.approx((-11.0, 1.0, -8.5, 3.5))  # margin 1 by default
+    # a shifted, sheared W1: x = W1^-1 (u - b1)
+    W1, b1 = np.array([[2.0, 1.0], [0.0, 1.0]]), np.array([1.0, -1.0])
+    net = [(W1, b1), (np.array([[1.0, 2.0], [0.0, 0.0]]), np.array([-1.0, 0.0]))]
+    want = np.linalg.solve(W1, (np.array([[0.0, 0.5], [1.0, 0.0]]) - b1).T).T
+    np.testing.assert_allclose(DR.bend_points(net, 0.1), want)
+
+
+def test_connected_in_the_bend_window():
+    rng = np.random.default_rng(5)
+    for _ in range(10):
+        W1 = np.linalg.qr(rng.standard_normal((2, 2)))[0] * rng.uniform(0.5, 2)
+        net = [(W1, rng.standard_normal(2)), (rng.standard_normal((2, 2)), rng.standard_normal(2))]
+        counts = DR.component_counts(net, DR.bend_window(net, 0.1), 81, 0.1)
+        assert [c[0] for c in counts] == [1, 1]
+
+
+def test_bend_points_errors():
+    good = [(np.eye(2), np.zeros(2)), (np.array([[1.0, 2.0], [0.0, 0.0]]), np.zeros(2))]
+    with pytest.raises(ValueError, match="alpha .* must be > 0"):
+        DR.bend_points(good, 0.0)
+    with pytest.raises(ValueError, match="2-2-2 network"):
+        DR.bend_points(DR.example_55().params, 0.1)
+    with pytest.raises(ValueError, match="2-2-2 network"):
+        DR.bend_points([(np.eye(2), np.zeros(2)), (np.ones((3, 2)), np.zeros(3))], 0.1)
+    with pytest.raises(ValueError, match="W_1 must be invertible"):
+        DR.bend_points([(np.ones((2, 2)), np.zeros(2)), good[1]], 0.1)
+    for a in ([[1.0, 0.0], [0.0, 0.0]], [[0.0, 1.0], [0.0, 0.0]], [[1.0, 1.0], [1.0, 0.0]]):
+        with pytest.raises(ValueError, match="both hidden units"):
+            DR.bend_points([(np.eye(2), np.zeros(2)), (np.array(a), np.zeros(2))], 0.1)
+    with pytest.raises(ValueError, match="margin"):
+        DR.bend_window(good, 0.1, margin=0.0)
+
+
+# ---------------------------------------------------------------------------------------------
+# data and training
+
+def test_islands_and_xor_margin():
+    X, y = DR.islands(500, seed=1)
+    assert X.shape == (500, 2) and y.dtype == np.int64 and np.abs(X).max() <= 4
+    d = np.minimum(np.linalg.norm(X - [2, 0], axis=1), np.linalg.norm(X + [2, 0], axis=1))
+    assert (y == (d < 1.2)).all() and 0 < y.sum() < 500
+    assert np.abs(X).max() > 3.9 and X.min() < -3.9  # it fills the box
+    X2, y2 = DR.islands(500, seed=1)
+    assert (X2 == X).all() and (y2 == y).all()
+    assert not np.array_equal(DR.islands(500, seed=2)[0], X)
+    Z, t = DR.xor_margin(700, seed=3)
+    assert Z.shape == (700, 2) and t.dtype == np.int64
+    assert (np.minimum(np.abs(Z[:, 0]), np.abs(Z[:, 1])) > 0.5).all() and np.abs(Z).max() <= 4
+    assert (t == (Z[:, 0] * Z[:, 1] > 0)).all() and 250 < t.sum() < 450
+    assert np.array_equal(DR.xor_margin(700, seed=3)[0], Z)
+    assert DR.xor_margin(1)[0].shape == (1, 2) and DR.islands(1)[0].shape == (1, 2)
+    for fn in (DR.islands, DR.xor_margin):
+        with pytest.raises(ValueError, match="n"):
+            fn(0)
+        with pytest.raises(ValueError, match="seed"):
+            fn(5, seed=-1)
+
+
+def reference_sgd(X, y, hidden, seed, alpha, epochs, lr, momentum, batch_size, halve_every, order_seed):
+    """A plain loop: the same init, SGD with momentum (torch's update rule) and the halving schedule."""
+    from lib.nets import init_mlp
+    net = init_mlp([X.shape[1], *hidden, int(y.max()) + 1], seed, dtype=torch.float64)
+    params = [p.clone().requires_grad_(True) for W, b in net for p in (W, b)]
+    bufs = [torch.zeros_like(p) for p in params]
+    Xt, yt = torch.as_tensor(X), torch.as_tensor(y)
+    gen = torch.Generator().manual_seed(order_seed)
+    for epoch in range(epochs):
+        rate = lr * 0.5 ** (epoch // halve_every)
+        order = torch.randperm(len(X), generator=gen)
+        for i in range(0, len(X), batch_size):
+            idx = order[i:i + batch_size]
+            h = Xt[idx]
+            for l in range(0, len(params) - 2, 2):
+                h = torch.nn.functional.leaky_relu(h @ params[l].T + params[l + 1], alpha)
+            out = h @ params[-2].T + params[-1]
+            loss = torch.nn.functional.cross_entropy(out, yt[idx])
+            grads = torch.autograd.grad(loss, params)
+            with torch.no_grad():
+                for p, g, buf in zip(params, grads, bufs):
+                    buf.mul_(momentum).add_(g)
+                    p.sub_(rate * buf)
+    return [(params[l].detach().numpy(), params[l + 1].detach().numpy()) for l in range(0, len(params), 2)]
+
+
+def test_train_nets_matches_a_reference_loop():
+    X, y = DR.islands(60, seed=0)
+    Xb, yb = np.stack([X, X]), np.stack([y, y])
+    nets, errors = DR.train_nets(Xb, yb, [(3,), (5,)], [7, 8], alpha=0.2, epochs=5, lr=0.05, momentum=0.8,
+                                 batch_size=16, halve_every=2)
+    for net, h, s, e in zip(nets, [(3,), (5,)], [7, 8], errors):
+        ref = reference_sgd(X, y, h, s, 0.2, 5, 0.05, 0.8, 16, 2, order_seed=7)
+        assert [W.shape for W, _ in net] == [W.shape for W, _ in ref]
+        for (W, b), (Wr, br) in zip(net, ref):
+            np.testing.assert_allclose(W, Wr, rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(b, br, rtol=1e-10, atol=1e-12)
+        pred = forward_f64(net, X, 0.2).argmax(1)
+        assert e == int((pred != y).sum())
+    assert errors.dtype == np.int64
+
+
+def test_train_nets_default_recipe_and_per_model_data():
+    """Defaults: alpha 0.1, lr 0.1, momentum 0.9, batch 100, halving every 50 epochs; each model its data."""
+    X1, y1 = DR.islands(120, seed=1)
+    X2, y2 = DR.xor_margin(120, seed=2)
+    nets, errors = DR.train_nets(np.stack([X1, X2]), np.stack([y1, y2]), [(2, 2), (4, 3)], [3, 4], epochs=3)
+    for net, X, y, h, s, e in zip(nets, (X1, X2), (y1, y2), [(2, 2), (4, 3)], [3, 4], errors):
+        ref = reference_sgd(X, y, h, s, 0.1, 3, 0.1, 0.9, 100, 50, order_seed=3)
+        for (W, b), (Wr, br) in zip(net, ref):
+            np.testing.assert_allclose(W, Wr, rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(b, br, rtol=1e-10, atol=1e-12)
+        assert e == int((forward_f64(net, X, 0.1).argmax(1) != y).sum())
+    # the schedule halves after 50 epochs: 52 epochs match the reference only with it
+    nets, _ = DR.train_nets(X1[None], y1[None], [(3,)], [0], epochs=52, batch_size=120)
+    ref = reference_sgd(X1, y1, (3,), 0, 0.1, 52, 0.1, 0.9, 120, 50, order_seed=0)
+    np.testing.assert_allclose(nets[0][0][0], ref[0][0], rtol=1e-8, atol=1e-10)
+
+
+def test_train_nets_learns_islands_with_width_8():
+    X, y = DR.islands(400, seed=0)
+    nets, errors = DR.train_nets(np.stack([X] * 2), np.stack([y] * 2), [(2,), (8,)], [0, 0], epochs=150)
+    assert errors[1] < errors[0]
+    counts = DR.component_counts(nets[0], (-8, 8, -8, 8), 101, 0.1)
+    assert all(free == 0 for _, free in counts)  # Thm 5.2.3 for the width-2 net
+
+
+def test_train_nets_errors():
+    X, y = DR.islands(20)
+    Xb, yb = X[None], y[None]
+    with pytest.raises(ValueError, match="X"):
+        DR.train_nets(X, yb, [(2,)], [0])
+    with pytest.raises(ValueError, match="y"):
+        DR.train_nets(Xb, y, [(2,)], [0])
+    with pytest.raises(ValueError, match="y must hold class indices"):
+        DR.train_nets(Xb, np.zeros_like(yb), [(2,)], [0])
+    with pytest.raises(ValueError, match="y must hold class indices"):
+        DR.train_nets(Xb, yb - 1, [(2,)], [0])
+    with pytest.raises(ValueError, match="hidden must give one tuple"):
+        DR.train_nets(np.stack([X, X]), np.stack([y, y]), [(2,), (2, 2)], [0, 1])
+    with pytest.raises(ValueError, match="hidden"):
+        DR.train_nets(Xb, yb, [(2,), (3,)], [0])
+    with pytest.raises(ValueError, match="hidden"):
+        DR.train_nets(Xb, yb, [], [0])
+    with pytest.raises(ValueError, match=r"hidden\[i\]\[l\]"):
+        DR.train_nets(Xb, yb, [(0,)], [0])
+    with pytest.raises(ValueError, match="seeds must give one seed per model"):
+        DR.train_nets(Xb, yb, [(2,)], [0, 1])
+    with pytest.raises(ValueError, match=r"seeds\[i\]"):
+        DR.train_nets(Xb, yb, [(2,)], [-1])
+    for kw, name in [({"alpha": 1.0}, "alpha"), ({"epochs": 0}, "epochs"), ({"lr": 0.0}, "lr"),
+                     ({"momentum": 1.0}, "momentum"), ({"batch_size": 0}, "batch_size"),
+                     ({"halve_every": 0}, "halve_every")]:
+        with pytest.raises(ValueError, match=name):
+            DR.train_nets(Xb, yb, [(2,)], [0], **kw)
+
+
+def test_train_nets_stops_on_divergence():
+    from lib.validate import TrainingDivergedError
+    X, y = DR.islands(50)
+    with pytest.raises(TrainingDivergedError, match="epoch"):
+        DR.train_nets(X[None] * 1e150, y[None], [(3,)], [0], epochs=2, lr=1e10)
