@@ -1,0 +1,388 @@
+"""Skip connections from hidden neurons to the output (chapter 10, section C; Nguyen 2019, Ch. 4 =
+Nguyen, Mukkamala & Hein, ICLR 2019).
+
+A base network (an MLP, :class:`SkipMLP`, or a CNN, :class:`SkipCNN`) keeps its own output layer, and
+``M`` hidden neurons drawn uniformly from the pool of *all* its hidden neurons (any layer; the index is
+fixed per seed and stored as a buffer) feed the ``m`` outputs through extra weights ``V`` (``M x m``,
+zero at initialisation: our choice, so the initial outputs are those of the base net). Stacked over the
+``N`` training samples, the skip neurons' outputs form the matrix Psi of eq. (4.1), ``Psi_ij = f_{p_j}(x_i)``,
+and the output is ``G = F_{L-1} W_L^T + b_L + Psi V``. Lemma 4.3.2: for analytic, strictly increasing,
+bounded activations (sigmoid) or softplus (4.2), ``rank Psi(U) = N`` for almost every ``U`` once ``M >= N``;
+then (Thm 4.3.4) the loss has no bad local valleys, and fixing ``U`` and solving ``Psi V = Y`` fits any
+labels ("rand", :func:`exact_readout`).
+
+Both models carry a leading model axis: ``forward`` returns ``(n_models, n, m)``, so one
+:func:`train_sgd` call (SGD + Nesterov momentum, lr divided by 10 at 50 % and 75 % of the epochs, as in
+§4.4) trains several seeds or skip counts of :class:`SkipMLP` as batched matrix products. Ranks use the
+Numerical-Recipes rule of :func:`lib.landscape.nr_rank`; losses the per-model cross-entropy of
+:mod:`lib.train`. :func:`plane_losses` evaluates the loss on a random plane through a trained net (Fig.
+4.4), all grid points at once.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+
+from lib import validate as V
+from lib.landscape import nr_rank
+from lib.train import History, _cross_entropy_per_model, cross_entropy_per_model
+
+ACTIVATIONS = ("sigmoid", "softplus")
+TRAIN_WHAT = ("all", "readout")
+
+# Table 4.1 (CNN13 for MNIST) and the VGGs of Table 4.3 (FC layers shrunk from 4096 to 128) as layer
+# lists: ("conv", channels, kernel, stride) with "same" padding, ("pool",) a 2x2 max-pool, ("fc", width).
+CNN13 = (("conv", 64, 3, 1), ("conv", 64, 3, 1), ("conv", 64, 3, 2), ("conv", 128, 3, 1), ("conv", 128, 3, 1),
+         ("conv", 128, 3, 2), ("conv", 256, 3, 1), ("conv", 256, 1, 1), ("conv", 256, 3, 2), ("conv", 256, 3, 1),
+         ("conv", 256, 3, 2), ("conv", 256, 3, 1), ("conv", 256, 3, 2))
+_VGG = {11: (64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"),
+        13: (64, 64, "M", 128, 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"),
+        16: (64, 64, "M", 128, 128, "M", 256, 256, 256, "M", 512, 512, 512, "M", 512, 512, 512, "M")}
+
+
+def vgg_layers(depth: int, mp2conv: bool = False, fc: int = 128) -> tuple:
+    """VGG11/13/16 for CIFAR-10 as a layer list (Table 4.3: the two FC layers have ``fc`` = 128 units).
+    ``mp2conv`` replaces every max-pool by a 2x2 convolution of stride 2 with as many channels (Table 4.5)."""
+    V.choice(depth, "depth", tuple(_VGG))
+    fc = V.positive_int(fc, "fc")
+    out, ch = [], 3
+    for item in _VGG[depth]:
+        if item == "M":
+            out.append(("conv", ch, 2, 2) if mp2conv else ("pool",))
+        else:
+            out.append(("conv", item, 3, 1))
+            ch = item
+    return tuple(out) + (("fc", fc), ("fc", fc))
+
+
+def activation(z: torch.Tensor, name: str, gamma: float = 20.0) -> torch.Tensor:
+    """Sigmoid, or softplus ``log(1 + exp(gamma t)) / gamma`` (eq. 4.2; the thesis uses gamma = 20)."""
+    V.tensor(z, "z", floating=True, nonempty=False)
+    V.choice(name, "name (the activation)", ACTIVATIONS)
+    return _act(z, name, V.positive(gamma, "gamma"))
+
+
+def _act(z, name, gamma):
+    return torch.sigmoid(z) if name == "sigmoid" else torch.nn.functional.softplus(z, beta=gamma, threshold=30.0)
+
+
+def he_truncated_normal(shape, fan_in: int, gen: torch.Generator, dtype=torch.float32) -> torch.Tensor:
+    """The thesis' initialisation (§4.4, "standard Keras initialisation"): normal with mean 0 and variance
+    ``2 / fan_in``, redrawn outside two standard deviations."""
+    std = math.sqrt(2.0 / V.positive_int(fan_in, "fan_in"))
+    return torch.nn.init.trunc_normal_(torch.empty(shape, dtype=dtype), 0.0, std, -2 * std, 2 * std, generator=gen)
+
+
+def _skip_counts(n_skip, n_models: int, pool: int) -> list:
+    counts = [V.nonnegative_int(n_skip, "n_skip")] * n_models if not isinstance(n_skip, (list, tuple)) else \
+        [V.nonnegative_int(k, "n_skip[i]") for k in n_skip]
+    if len(counts) != n_models or max(counts) > pool:
+        raise V.ArgumentValueError(f"n_skip must give one count per model ({n_models}), each at most the "
+                                   f"{pool} hidden neurons, got {n_skip!r}")
+    return counts
+
+
+class _SkipBase(torch.nn.Module):
+    """What :class:`SkipMLP` and :class:`SkipCNN` share: the skip index, ``V`` and its mask, Psi."""
+
+    def _init_skip(self, n_skip, gens: list, pool: int, n_out: int, dtype):
+        n_models = len(gens)
+        self.n_skip = _skip_counts(n_skip, n_models, pool)
+        M = max(self.n_skip)
+        self.register_buffer("skip_index", torch.stack([torch.randperm(pool, generator=g)[:M] for g in gens]))
+        self.register_buffer("skip_mask", (torch.arange(M)[None, :] < torch.tensor(self.n_skip)[:, None]).to(dtype)[..., None])
+        self.V = torch.nn.Parameter(torch.zeros(n_models, M, n_out, dtype=dtype))
+
+    def readout_parameters(self) -> list:
+        """The weights into the output units (``V`` and the base net's output layer): the only ones the
+        "rand" variant trains (§4.4)."""
+        return [self.V, *self._head()]
+
+    def psi(self, X: torch.Tensor) -> torch.Tensor:
+        """Psi of eq. (4.1): the skip neurons' outputs, shape ``(n_models, n, M)`` (columns beyond a model's
+        own ``n_skip`` are zero)."""
+        return self._outputs(self._input(X))[1]
+
+    def forward(self, X: torch.Tensor) -> torch.Tensor:
+        """Logits of shape ``(n_models, n, m)``: the base net's output plus ``Psi V``."""
+        return self._outputs(self._input(X))[0]
+
+    def _outputs(self, X):
+        hidden, out = self._hidden_and_output(X)
+        pool = torch.cat([h.flatten(2) for h in hidden], 2)
+        psi = torch.gather(pool, 2, self.skip_index[:, None, :].expand(-1, pool.shape[1], -1)) * self.skip_mask.transpose(1, 2)
+        return out + psi @ self.V, psi
+
+
+class SkipMLP(_SkipBase):
+    """``n_models`` fully connected nets ``widths[0] -> ... -> widths[-1]`` (sigmoid or softplus hidden
+    layers, linear output), each with ``n_skip`` skip neurons to the output (an int, or one count per
+    model: 0 gives the plain net). Model ``i`` is initialised with ``seeds[i]`` (He truncated normal,
+    zero biases, ``V = 0``); models with the same seed share their base net and skip index order."""
+
+    def __init__(self, widths, seeds, n_skip, activation: str = "sigmoid", gamma: float = 20.0, dtype=torch.float32):
+        super().__init__()
+        widths = V.sequence(widths, "widths", min_len=3)
+        widths = [V.positive_int(w, "widths[i]") for w in widths]
+        seeds = [V.seed(s, "seeds[i]") for s in V.sequence(seeds, "seeds", min_len=1)]
+        self.act, self.gamma = V.choice(activation, "activation", ACTIVATIONS), V.positive(gamma, "gamma")
+        self.widths = widths
+        gens = [torch.Generator().manual_seed(s) for s in seeds]
+        self.weights = torch.nn.ParameterList(torch.nn.Parameter(torch.stack(
+            [he_truncated_normal((o, i), i, g, dtype) for g in gens])) for i, o in zip(widths[:-1], widths[1:]))
+        self.biases = torch.nn.ParameterList(torch.nn.Parameter(torch.zeros(len(seeds), o, dtype=dtype)) for o in widths[1:])
+        self._init_skip(n_skip, gens, sum(widths[1:-1]), widths[-1], dtype)
+
+    def _head(self):
+        return [self.weights[-1], self.biases[-1]]
+
+    def _input(self, X):
+        X = V.tensor(X, "X", floating=True, nonempty=False)
+        if X.ndim != 2 or X.shape[1] != self.widths[0]:
+            raise V.ArgumentValueError(f"X must have shape (n, {self.widths[0]}), got {tuple(X.shape)}")
+        return X.to(self.V.dtype)
+
+    def _hidden_and_output(self, X):
+        return _mlp_pass(list(self.weights), list(self.biases), X, self.act, self.gamma)
+
+
+def _mlp_pass(weights, biases, X, act, gamma):
+    """Hidden layers (each ``(S, n, w)``) and base output of stacked MLPs; ``X`` is ``(n, d)``."""
+    h, hidden = X.unsqueeze(0).expand(weights[0].shape[0], -1, -1), []
+    for W, b in zip(weights[:-1], biases[:-1]):
+        h = _act(torch.baddbmm(b.unsqueeze(1), h, W.transpose(1, 2)), act, gamma)
+        hidden.append(h)
+    return hidden, torch.baddbmm(biases[-1].unsqueeze(1), h, weights[-1].transpose(1, 2))
+
+
+class SkipCNN(_SkipBase):
+    """One CNN (``layers`` as in :data:`CNN13` or :func:`vgg_layers`) on images ``in_shape = (C, H, W)``
+    with ``n_skip`` skip neurons drawn from all its conv and FC outputs (Tables 4.1-4.5; pooling outputs are
+    not in the pool). Model axis of length 1, so :func:`train_sgd` trains it like a :class:`SkipMLP`."""
+
+    def __init__(self, layers, in_shape, n_out: int, seed: int, n_skip: int, activation: str = "sigmoid",
+                 gamma: float = 20.0, dtype=torch.float32):
+        super().__init__()
+        layers = V.sequence(layers, "layers", min_len=1)
+        in_shape = tuple(V.positive_int(s, "in_shape[i]") for s in V.sequence(in_shape, "in_shape", min_len=3))
+        if len(in_shape) != 3:
+            raise V.ArgumentValueError(f"in_shape must be (channels, height, width), got {in_shape}")
+        n_out = V.positive_int(n_out, "n_out")
+        gen = torch.Generator().manual_seed(V.seed(seed))
+        self.act, self.gamma = V.choice(activation, "activation", ACTIVATIONS), V.positive(gamma, "gamma")
+        self.in_shape, mods, shape, pool = in_shape, [], in_shape, 0
+        for spec in layers:
+            if spec[0] == "pool":
+                mods.append(torch.nn.MaxPool2d(2, ceil_mode=True))
+                shape = (shape[0], -(-shape[1] // 2), -(-shape[2] // 2))
+                continue
+            if spec[0] == "conv":
+                _, ch, k, s = spec
+                mods.append(torch.nn.Conv2d(shape[0], ch, k, s, padding=(k - 1) // 2, dtype=dtype))
+                fan_in = shape[0] * k * k
+                shape = (ch, (shape[1] + 2 * mods[-1].padding[0] - k) // s + 1, (shape[2] + 2 * mods[-1].padding[0] - k) // s + 1)
+            elif spec[0] == "fc":
+                fan_in = int(np.prod(shape))
+                mods.append(torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(fan_in, spec[1], dtype=dtype)))
+                shape = (spec[1], 1, 1)
+            else:
+                raise V.ArgumentValueError(f"layers: unknown layer {spec!r} (conv, pool or fc)")
+            lin = mods[-1] if spec[0] == "conv" else mods[-1][1]
+            with torch.no_grad():
+                lin.weight.copy_(he_truncated_normal(lin.weight.shape, fan_in, gen, dtype))
+                lin.bias.zero_()
+            pool += int(np.prod(shape))
+        self.layers, self.kinds = torch.nn.ModuleList(mods), [s[0] for s in layers]
+        self.head = torch.nn.Linear(int(np.prod(shape)), n_out, dtype=dtype)
+        with torch.no_grad():
+            self.head.weight.copy_(he_truncated_normal(self.head.weight.shape, self.head.in_features, gen, dtype))
+            self.head.bias.zero_()
+        self.n_hidden = pool
+        self._init_skip(n_skip, [gen], pool, n_out, dtype)
+
+    def _head(self):
+        return list(self.head.parameters())
+
+    def _input(self, X):
+        X = V.tensor(X, "X", floating=True, nonempty=False)
+        if X.ndim != 4 or tuple(X.shape[1:]) != self.in_shape:
+            raise V.ArgumentValueError(f"X must have shape (n, {', '.join(map(str, self.in_shape))}), got {tuple(X.shape)}")
+        return X.to(self.V.dtype)
+
+    def _hidden_and_output(self, X):
+        hidden, h = [], X
+        for kind, mod in zip(self.kinds, self.layers):
+            h = mod(h)
+            if kind != "pool":
+                h = _act(h, self.act, self.gamma)
+                hidden.append(h.flatten(1).unsqueeze(0))
+        return hidden, self.head(h.flatten(1)).unsqueeze(0)
+
+
+def _check_model(model):
+    return V.instance(model, "model", _SkipBase, "a SkipMLP or SkipCNN")
+
+
+def accuracy(model, X, y) -> np.ndarray:
+    """Fraction of rows of ``X`` whose arg-max logit is the label, one per model: shape ``(n_models,)``."""
+    _check_model(model)
+    y = V.labels(V.tensor(y, "y", floating=False), "y")
+    with torch.no_grad():
+        pred = model(X).argmax(2)
+    if pred.shape[1] != y.shape[0]:
+        raise V.ArgumentValueError(f"y must have one label per row of X ({pred.shape[1]}), got {y.shape[0]}")
+    return (pred == y.to(pred.device)).double().mean(1).cpu().numpy()
+
+
+@dataclass
+class SkipHistory(History):
+    """:class:`lib.train.History` (one point per epoch) plus the training accuracy per epoch and model."""
+
+    train_acc: list = field(default_factory=list)
+
+
+def random_shift(X, max_shift: int, gen: torch.Generator) -> torch.Tensor:
+    """The augmentation of Table 4.4 (after Zagoruyko & Komodakis 2016): zero-pad the images ``X``
+    ``(n, C, H, W)`` by ``max_shift`` pixels on each side and crop a random ``H x W`` window from each.
+    (The thesis also flips CIFAR images horizontally; digits are not mirror-symmetric, so we do not.)"""
+    X = V.tensor(X, "X", floating=True, ndim=4)
+    s = V.nonnegative_int(max_shift, "max_shift")
+    n, C, H, W = X.shape
+    P = torch.nn.functional.pad(X, (s, s, s, s))
+    dy, dx = torch.randint(0, 2 * s + 1, (2, n), generator=gen)
+    rows, cols = dy[:, None] + torch.arange(H), dx[:, None] + torch.arange(W)
+    return P[torch.arange(n)[:, None, None, None], torch.arange(C)[None, :, None, None], rows[:, None, :, None],
+             cols[:, None, None, :]]
+
+
+def train_sgd(model, X, y, epochs: int, batch_size: int, lr: float, seed: int = 0, train: str = "all",
+              momentum: float = 0.9, nesterov: bool = True, milestones=(0.5, 0.75), track_accuracy: bool = False,
+              augment=None) -> SkipHistory:
+    """Minibatch SGD with Nesterov momentum on the mean cross-entropy of every model at once (§4.4: lr
+    divided by 10 after each fraction of the ``epochs`` in ``milestones``). ``train="readout"`` trains only
+    the weights into the outputs (``V`` and the base net's output layer): the thesis' "rand" variant, a
+    convex problem. One history point per epoch (the epoch's mean loss per model); ``track_accuracy`` also
+    records the full training accuracy after each epoch (on the un-augmented data). ``augment(X_batch, gen)``,
+    if given, transforms each minibatch (e.g. :func:`random_shift`). A NaN/inf loss raises
+    :class:`lib.validate.TrainingDivergedError`."""
+    _check_model(model)
+    X = V.tensor(X, "X", floating=True)
+    y = V.tensor(y, "y", floating=False)
+    if y.ndim != 1 or y.shape[0] != X.shape[0]:
+        raise V.ArgumentValueError(f"y must hold one label per row of X ({X.shape[0]}), got shape {tuple(y.shape)}")
+    epochs, batch_size = V.positive_int(epochs, "epochs"), V.positive_int(batch_size, "batch_size")
+    lr, momentum = V.positive(lr, "lr (the learning rate)"), V.fraction(momentum, "momentum")
+    milestones = [V.fraction(f, "milestones[i]", low_open=True) for f in V.sequence(milestones, "milestones")]
+    V.choice(train, "train", TRAIN_WHAT)
+    V.labels(y, "y", model.V.shape[2])
+    if augment is not None:
+        V.callable_(augment, "augment")
+    gen = torch.Generator().manual_seed(V.seed(seed))
+    params = model.readout_parameters() if train == "readout" else list(model.parameters())
+    opt = torch.optim.SGD(params, lr=lr, momentum=momentum, nesterov=bool(nesterov) and momentum > 0)
+    sched = torch.optim.lr_scheduler.MultiStepLR(opt, sorted({max(1, int(round(f * epochs))) for f in milestones}), 0.1)
+    hist, n = SkipHistory(), X.shape[0]
+    for epoch in range(epochs):
+        total = 0.0
+        for idx in torch.randperm(n, generator=gen).split(batch_size):
+            opt.zero_grad(set_to_none=True)
+            Xb = X[idx] if augment is None else augment(X[idx], gen)
+            loss = _cross_entropy_per_model(model(Xb), y[idx])
+            loss.sum().backward()
+            opt.step()
+            total = total + loss.detach() * len(idx)
+        sched.step()
+        hist.steps.append(epoch + 1)
+        hist.loss.append((total / n).cpu().numpy())
+        V.finite_loss(hist.loss[-1], f"{epoch + 1} (epoch)", lr)
+        if track_accuracy:
+            hist.train_acc.append(accuracy(model, X, y))
+    return hist
+
+
+def psi_ranks(model, X) -> list:
+    """``(rank, singular values)`` of each model's Psi (only its own ``n_skip`` columns) on the rows of ``X``
+    by the Numerical-Recipes rule (:func:`lib.landscape.nr_rank`), computed in the model's dtype and then
+    float64 (Lemma 4.3.2: rank N almost surely once ``n_skip >= N``)."""
+    _check_model(model)
+    with torch.no_grad():
+        psi = model.psi(X).double().cpu().numpy()
+    return [nr_rank(psi[k][:, :model.n_skip[k]]) if model.n_skip[k] else (0, np.zeros(0)) for k in range(psi.shape[0])]
+
+
+def exact_readout(model, X, y) -> np.ndarray:
+    """The "rand" algorithm of Thm 4.3.4 (1), exactly: with ``U`` fixed, set ``V`` (in place) to the
+    minimum-norm solution of ``Psi V = Y - (base output)``, ``Y`` the one-hot labels, in float64; returns
+    the relative residual ``||Psi V - R||_F / ||R||_F`` per model (0 up to rounding when rank Psi = N)."""
+    _check_model(model)
+    y = V.labels(V.tensor(y, "y", floating=False), "y", model.V.shape[2])
+    res = []
+    with torch.no_grad():
+        G0 = model(X).double()
+        psi = model.psi(X).double()
+        if y.shape[0] != psi.shape[1]:
+            raise V.ArgumentValueError(f"y must hold one label per row of X ({psi.shape[1]}), got {y.shape[0]}")
+        R = torch.nn.functional.one_hot(y.to(psi.device), model.V.shape[2]).double() - G0 + psi @ model.V.double()
+        for k, m in enumerate(model.n_skip):
+            Vk = torch.linalg.lstsq(psi[k, :, :m].cpu(), R[k].cpu(), driver="gelsd").solution
+            model.V[k].zero_()
+            model.V[k, :m] = Vk.to(model.V.dtype)
+            res.append(float(torch.linalg.norm(psi[k, :, :m].cpu() @ Vk - R[k].cpu()) / torch.linalg.norm(R[k])))
+    return np.array(res)
+
+
+def filter_normalised_direction(params, gen: torch.Generator) -> list:
+    """A Gaussian direction in parameter space scaled row by row to the norms of ``params``' rows (Li et
+    al. 2018, "filter normalisation"; the thesis' Fig. 4.4 does not say which it used). Each tensor's last
+    axis is the input axis of a row; 1-D tensors (biases) get a zero direction."""
+    out = []
+    for p in V.sequence(params, "params", min_len=1):
+        p = V.tensor(p, "params[i]", floating=True)
+        if p.ndim < 2:
+            out.append(torch.zeros_like(p))
+            continue
+        d = torch.randn(p.shape, generator=gen, dtype=p.dtype)
+        out.append(d * p.norm(dim=-1, keepdim=True) / d.norm(dim=-1, keepdim=True).clamp_min(1e-30))
+    return out
+
+
+def plane_losses(model, X, y, span: float = 1.0, resolution: int = 21, seed: int = 0, k: int = 0) -> tuple:
+    """The mean cross-entropy of model ``k`` of a :class:`SkipMLP` on the plane ``theta + a d1 + b d2``,
+    ``a, b`` on a ``resolution x resolution`` grid over ``[-span, span]`` (Fig. 4.4), with two
+    filter-normalised directions of ``V`` and the weights (:func:`filter_normalised_direction`; ``V`` is
+    normalised per output unit, the model's own skip-neuron count kept). All grid points are evaluated as
+    one stack of networks. Returns ``(grid, losses)`` with ``losses[i, j]`` at ``(a, b) = (grid[i], grid[j])``."""
+    V.instance(model, "model", SkipMLP, "a SkipMLP")
+    k = V.integer(k, "k (the model index)", min=0, max=model.V.shape[0] - 1)
+    X = model._input(X)
+    y = V.labels(V.tensor(y, "y", floating=False), "y", model.V.shape[2], n=X.shape[0])
+    span, res = V.positive(span, "span"), V.positive_int(resolution, "resolution")
+    gen = torch.Generator().manual_seed(V.seed(seed))
+    m = model.n_skip[k]
+    theta = [W[k].detach() for W in model.weights] + [b[k].detach() for b in model.biases] + [model.V[k, :m].detach().T]
+    d1, d2 = filter_normalised_direction(theta, gen), filter_normalised_direction(theta, gen)
+    grid = torch.linspace(-span, span, res, dtype=theta[0].dtype)
+    A, B = (g.reshape(-1) for g in torch.meshgrid(grid, grid, indexing="ij"))
+    L, losses = len(model.weights), []
+    with torch.no_grad():
+        for a, b in zip(A.split(64), B.split(64)):
+            stack = [t + a.view(-1, *[1] * t.ndim) * u + b.view(-1, *[1] * t.ndim) * w for t, u, w in zip(theta, d1, d2)]
+            hidden, out = _mlp_pass(stack[:L], stack[L:2 * L], X, model.act, model.gamma)
+            pool = torch.cat(hidden, 2)[:, :, model.skip_index[k, :m]]
+            out = out + pool @ stack[-1].transpose(1, 2)
+            losses.append(_cross_entropy_per_model(out, y))
+    return grid.numpy(), torch.cat(losses).reshape(res, res).numpy()
+
+
+def check_paper_config_step(layers, in_shape, n_out: int, n_skip: int, batch: int = 2, seed: int = 0) -> float:
+    """One SGD step of a paper-scale skip model (e.g. :data:`CNN13` on 1x28x28 with N = 55,000 skip
+    neurons) on random data of the paper's shapes; returns the loss (a smoke test that the path runs)."""
+    model = SkipCNN(layers, in_shape, n_out, seed, n_skip)
+    gen = torch.Generator().manual_seed(V.seed(seed))
+    X = torch.rand((V.positive_int(batch, "batch"), *model.in_shape), generator=gen)
+    y = torch.randint(0, n_out, (batch,), generator=gen)
+    return float(train_sgd(model, X, y, 1, batch, 0.01, seed).loss[0][0])

@@ -1,0 +1,488 @@
+"""Tests of lib.skip_connections against independent computations (chapter 10, part C; thesis Ch. 4)."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from lib import skip_connections as SK
+from lib.landscape import nr_rank
+
+
+def data(n=12, d=5, m=3, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.rand(n, d, generator=g, dtype=torch.float64), torch.randint(0, m, (n,), generator=g)
+
+
+def np_act(z, name, gamma=20.0):
+    return 1.0 / (1.0 + np.exp(-z)) if name == "sigmoid" else np.log1p(np.exp(gamma * z)) / gamma
+
+
+def reference_forward(model, X, k):
+    """Model k's logits and Psi by a plain numpy loop over the layers."""
+    h, hidden = X.numpy(), []
+    Ws = [W[k].detach().numpy() for W in model.weights]
+    bs = [b[k].detach().numpy() for b in model.biases]
+    for W, b in zip(Ws[:-1], bs[:-1]):
+        h = np_act(h @ W.T + b, model.act, model.gamma)
+        hidden.append(h)
+    pool = np.hstack(hidden)
+    m = model.n_skip[k]
+    psi = pool[:, model.skip_index[k, :m].numpy()]
+    return h @ Ws[-1].T + bs[-1] + psi @ model.V[k, :m].detach().numpy(), psi
+
+
+def randomise_V(model, seed=1):
+    with torch.no_grad():
+        model.V.copy_(torch.randn(model.V.shape, generator=torch.Generator().manual_seed(seed), dtype=model.V.dtype))
+        model.V.mul_(model.skip_mask)
+
+
+# ------------------------------------------------------------------ activations and initialisation
+
+def test_activations_match_closed_forms():
+    z = torch.linspace(-3, 3, 13, dtype=torch.float64)
+    assert np.allclose(SK.activation(z, "sigmoid").numpy(), np_act(z.numpy(), "sigmoid"), atol=1e-15)
+    for gamma in (1.0, 20.0):
+        assert np.allclose(SK.activation(z, "softplus", gamma).numpy(), np_act(z.numpy(), "softplus", gamma), atol=1e-14)
+    # far on the right, softplus is the identity (no overflow): 100 -> 100
+    assert SK.activation(torch.tensor([100.0], dtype=torch.float64), "softplus").item() == pytest.approx(100.0)
+
+
+def test_activation_errors_name_the_argument():
+    with pytest.raises(ValueError, match="name"):
+        SK.activation(torch.zeros(2), "relu")
+    with pytest.raises(ValueError, match="gamma"):
+        SK.activation(torch.zeros(2), "softplus", 0.0)
+    with pytest.raises(TypeError, match="z"):
+        SK.activation(np.zeros(2), "sigmoid")
+
+
+def test_he_truncated_normal_bounds_and_spread():
+    fan_in = 50
+    std = math.sqrt(2.0 / fan_in)
+    w = SK.he_truncated_normal((200, 300), fan_in, torch.Generator().manual_seed(0), torch.float64)
+    assert w.dtype == torch.float64 and w.shape == (200, 300)
+    assert w.abs().max() <= 2 * std and w.abs().max() > 1.9 * std
+    # a normal truncated at +-2 sd has sd 0.8796 sd (closed form)
+    a = 2.0
+    phi = math.exp(-a * a / 2) / math.sqrt(2 * math.pi)
+    Z = math.erf(a / math.sqrt(2))
+    assert float(w.std()) == pytest.approx(std * math.sqrt(1 - 2 * a * phi / Z), rel=0.01)
+    assert abs(float(w.mean())) < 0.01 * std
+    with pytest.raises(ValueError, match="fan_in"):
+        SK.he_truncated_normal((2, 2), 0, torch.Generator())
+
+
+# ------------------------------------------------------------------ the skip MLP
+
+def test_forward_and_psi_match_a_numpy_loop():
+    X, _ = data()
+    model = SK.SkipMLP([5, 4, 3, 3], [0, 1, 2], [2, 7, 0], "softplus", gamma=3.0, dtype=torch.float64)
+    randomise_V(model)
+    out, psi = model(X), model.psi(X)
+    assert out.shape == (3, 12, 3) and psi.shape == (3, 12, 7)
+    for k in range(3):
+        ref_out, ref_psi = reference_forward(model, X, k)
+        assert np.allclose(out[k].detach().numpy(), ref_out, atol=1e-12)
+        m = model.n_skip[k]
+        assert np.allclose(psi[k, :, :m].detach().numpy(), ref_psi, atol=1e-14)
+        assert np.all(psi[k, :, m:].detach().numpy() == 0.0)  # columns beyond the model's own count are masked
+
+
+def test_plain_net_and_zero_V_are_the_base_net():
+    X, _ = data()
+    model = SK.SkipMLP([5, 6, 6, 3], [4, 4], [0, 9], "sigmoid", dtype=torch.float64)
+    out = model(X).detach()
+    assert torch.equal(out[0], out[1])  # V = 0 at init: the skip net starts as its base net
+    randomise_V(model)
+    out2 = model(X).detach()
+    assert torch.equal(out2[0], out[0]) and not torch.allclose(out2[1], out[1])
+
+
+def test_models_are_the_single_models_of_their_seeds():
+    a = SK.SkipMLP([5, 6, 6, 3], [7], 4)
+    b = SK.SkipMLP([5, 6, 6, 3], [2, 7], 4)
+    for Wa, Wb in zip(a.weights, b.weights):
+        assert torch.equal(Wa[0], Wb[1]) and not torch.equal(Wb[0], Wb[1])
+    assert torch.equal(a.skip_index[0], b.skip_index[1])
+    assert all(torch.all(bias == 0) for bias in b.biases) and torch.all(b.V == 0)
+    for k in range(2):  # distinct neurons from the whole pool of hidden units
+        idx = b.skip_index[k].tolist()
+        assert len(set(idx)) == 4 and min(idx) >= 0 and max(idx) < 12
+    std = math.sqrt(2.0 / 5)
+    assert b.weights[0].abs().max() <= 2 * std and b.weights[1].abs().max() <= 2 * math.sqrt(2.0 / 6)
+
+
+def test_skip_neurons_are_drawn_uniformly_from_all_layers():
+    model = SK.SkipMLP([3, 10, 10, 10, 2], list(range(200)), 6)
+    counts = np.bincount(model.skip_index.flatten().numpy(), minlength=30)
+    assert counts.sum() == 1200 and counts.min() > 15  # expected 40 each
+    assert counts[:10].sum() > 300 and counts[20:].sum() > 300
+
+
+def test_skip_mlp_errors_name_the_argument():
+    with pytest.raises(ValueError, match="widths"):
+        SK.SkipMLP([5, 3], [0], 1)
+    with pytest.raises(ValueError, match="widths"):
+        SK.SkipMLP([5, 0, 3], [0], 1)
+    with pytest.raises(ValueError, match="seeds"):
+        SK.SkipMLP([5, 4, 3], [], 1)
+    with pytest.raises(ValueError, match="n_skip must give one count per model \\(2\\), each at most the 4 hidden"):
+        SK.SkipMLP([5, 4, 3], [0, 1], 5)
+    with pytest.raises(ValueError, match="n_skip must give one count per model"):
+        SK.SkipMLP([5, 4, 3], [0, 1], [1])
+    with pytest.raises(ValueError, match="n_skip"):
+        SK.SkipMLP([5, 4, 3], [0], -1)
+    with pytest.raises(ValueError, match="activation"):
+        SK.SkipMLP([5, 4, 3], [0], 1, "tanh")
+    with pytest.raises(ValueError, match="gamma"):
+        SK.SkipMLP([5, 4, 3], [0], 1, "softplus", gamma=-1.0)
+    model = SK.SkipMLP([5, 4, 3], [0], 4)
+    with pytest.raises(ValueError, match=r"X must have shape \(n, 5\)"):
+        model(torch.zeros(2, 4))
+    with pytest.raises(TypeError, match="X"):
+        model(torch.zeros(2, 5, dtype=torch.int64))
+
+
+# ------------------------------------------------------------------ training
+
+def manual_sgd(model, X, y, lrs, momentum=0.0):
+    """Full-batch SGD by hand (torch autograd on the plain cross-entropy), one lr per epoch."""
+    params = [p.detach().clone().requires_grad_(True) for p in model.parameters()]
+    names = [n for n, _ in model.named_parameters()]
+    bufs = [None] * len(params)
+    for lr in lrs:
+        loss = 0
+        W = {n: p for n, p in zip(names, params)}
+        L = len(model.weights)
+        for k in range(model.V.shape[0]):
+            h, hidden = X, []
+            for l in range(L - 1):
+                h = SK.activation(h @ W[f"weights.{l}"][k].T + W[f"biases.{l}"][k], model.act)
+                hidden.append(h)
+            psi = torch.cat(hidden, 1)[:, model.skip_index[k, :model.n_skip[k]]]
+            out = h @ W[f"weights.{L - 1}"][k].T + W[f"biases.{L - 1}"][k] + psi @ W["V"][k, :model.n_skip[k]]
+            loss = loss + torch.nn.functional.cross_entropy(out, y)
+        grads = torch.autograd.grad(loss, params)
+        with torch.no_grad():
+            for i, (p, g) in enumerate(zip(params, grads)):
+                bufs[i] = g.clone() if bufs[i] is None else momentum * bufs[i] + g
+                p -= lr * ((g + momentum * bufs[i]) if momentum else g)  # Nesterov
+    return params
+
+
+def test_train_sgd_full_batch_with_the_lr_schedule_equals_manual_sgd():
+    X, y = data()
+    model = SK.SkipMLP([5, 4, 4, 3], [0, 1], [0, 6], "sigmoid", dtype=torch.float64)
+    randomise_V(model)
+    expected = manual_sgd(model, X, y, [0.5, 0.5, 0.05, 0.005])  # /10 at 50 % and at 75 % of 4 epochs
+    hist = SK.train_sgd(model, X, y, 4, 12, 0.5, momentum=0.0)
+    for p, q in zip(model.parameters(), expected):
+        assert torch.allclose(p, q, atol=1e-12)
+    assert hist.steps == [1, 2, 3, 4] and np.asarray(hist.loss).shape == (4, 2)
+
+
+def test_train_sgd_nesterov_momentum_equals_manual():
+    X, y = data(seed=3)
+    model = SK.SkipMLP([5, 4, 3], [2], 3, "softplus", dtype=torch.float64)
+    randomise_V(model)
+    expected = manual_sgd(model, X, y, [0.1, 0.1, 0.1], momentum=0.9)
+    SK.train_sgd(model, X, y, 3, 12, 0.1, milestones=(), momentum=0.9)
+    for p, q in zip(model.parameters(), expected):
+        assert torch.allclose(p, q, atol=1e-12)
+    model2 = SK.SkipMLP([5, 4, 3], [2], 3, "softplus", dtype=torch.float64)
+    randomise_V(model2)
+    SK.train_sgd(model2, X, y, 3, 12, 0.1, milestones=(), momentum=0.9, nesterov=False)
+    assert not torch.allclose(model2.V, model.V)  # heavy-ball momentum is another algorithm
+
+
+def test_train_sgd_logs_the_epoch_mean_loss_and_accuracy():
+    X, y = data(n=10)
+    model = SK.SkipMLP([5, 4, 3], [0, 1], 3, dtype=torch.float64)
+    with torch.no_grad():
+        start = [float(torch.nn.functional.cross_entropy(model(X)[k], y)) for k in range(2)]
+    hist = SK.train_sgd(model, X, y, 2, 10, 0.3, track_accuracy=True)
+    assert np.allclose(hist.loss[0], start, atol=1e-12)  # one full batch: the loss before the step
+    assert len(hist.train_acc) == 2 and np.array_equal(hist.train_acc[-1], SK.accuracy(model, X, y))
+    # minibatches of 4, 4, 2 rows: the epoch's loss is their size-weighted mean
+    model = SK.SkipMLP([5, 4, 3], [0], 3, dtype=torch.float64)
+    with torch.no_grad():
+        first = torch.nn.functional.cross_entropy(model(X)[0], y, reduction="none")
+    hist = SK.train_sgd(model, X, y, 1, 4, 1e-12)  # steps too small to move the loss
+    assert hist.loss[0][0] == pytest.approx(float(first.mean()), abs=1e-9)
+    assert hist.train_acc == []
+
+
+def test_train_readout_only_moves_the_weights_into_the_outputs():
+    X, y = data()
+    model = SK.SkipMLP([5, 4, 4, 3], [0], 5, dtype=torch.float64)
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    SK.train_sgd(model, X, y, 2, 4, 0.1, train="readout")
+    moved = {n for n, p in model.named_parameters() if not torch.equal(p, before[n])}
+    assert moved == {"V", "weights.2", "biases.2"}
+
+
+def test_train_sgd_is_seeded():
+    X, y = data()
+    runs = []
+    for s in (0, 0, 1):
+        model = SK.SkipMLP([5, 4, 3], [0], 3, dtype=torch.float64)
+        SK.train_sgd(model, X, y, 2, 5, 0.1, seed=s)
+        runs.append(model.V.detach().clone())
+    assert torch.equal(runs[0], runs[1]) and not torch.equal(runs[0], runs[2])
+
+
+def test_train_sgd_errors_name_the_argument():
+    X, y = data()
+    model = SK.SkipMLP([5, 4, 3], [0], 3)
+    X = X.float()
+    with pytest.raises(TypeError, match="model"):
+        SK.train_sgd("net", X, y, 1, 4, 0.1)
+    with pytest.raises(ValueError, match="y must hold one label per row of X \\(12\\)"):
+        SK.train_sgd(model, X, y[:5], 1, 4, 0.1)
+    with pytest.raises(ValueError, match="y"):
+        SK.train_sgd(model, X, y + 3, 1, 4, 0.1)
+    with pytest.raises(ValueError, match="epochs"):
+        SK.train_sgd(model, X, y, 0, 4, 0.1)
+    with pytest.raises(ValueError, match="batch_size"):
+        SK.train_sgd(model, X, y, 1, 0, 0.1)
+    with pytest.raises(ValueError, match="lr"):
+        SK.train_sgd(model, X, y, 1, 4, -0.1)
+    with pytest.raises(ValueError, match="momentum"):
+        SK.train_sgd(model, X, y, 1, 4, 0.1, momentum=1.0)
+    with pytest.raises(ValueError, match="milestones"):
+        SK.train_sgd(model, X, y, 1, 4, 0.1, milestones=(0.0,))
+    with pytest.raises(ValueError, match="train"):
+        SK.train_sgd(model, X, y, 1, 4, 0.1, train="hidden")
+    with pytest.raises(ValueError, match="seed"):
+        SK.train_sgd(model, X, y, 1, 4, 0.1, seed=-1)
+    with pytest.raises(FloatingPointError, match="epoch"):
+        SK.train_sgd(SK.SkipMLP([5, 4, 3], [0], 3, "softplus"), X * 1e30, y, 3, 12, 1e30)
+
+
+def test_accuracy_is_the_argmax_hit_rate():
+    X, y = data(n=20)
+    model = SK.SkipMLP([5, 4, 3], [0, 1], 3, dtype=torch.float64)
+    randomise_V(model)
+    logits = model(X).detach().numpy()
+    expected = (logits.argmax(2) == y.numpy()[None]).mean(1)
+    assert np.array_equal(SK.accuracy(model, X, y), expected)
+    with pytest.raises(ValueError, match="y must have one label per row of X \\(20\\)"):
+        SK.accuracy(model, X, y[:3])
+    with pytest.raises(TypeError, match="model"):
+        SK.accuracy(None, X, y)
+
+
+# ------------------------------------------------------------------ Lemma 4.3.2 and the rand algorithm
+
+def test_psi_rank_is_N_with_enough_skip_neurons_and_the_count_without():
+    X, _ = data(n=20, d=6)
+    model = SK.SkipMLP([6, 30, 30, 3], [0, 1, 2], [25, 8, 0], "sigmoid", dtype=torch.float64)
+    ranks = SK.psi_ranks(model, X)
+    assert [r for r, _ in ranks] == [20, 8, 0]
+    psi = model.psi(X).detach().numpy()
+    assert ranks[0][0] == np.linalg.matrix_rank(psi[0, :, :25])
+    assert np.allclose(ranks[0][1], np.linalg.svd(psi[0, :, :25], compute_uv=False))
+    assert len(ranks[2][1]) == 0
+
+
+def test_psi_rank_sees_duplicate_samples():
+    X, _ = data(n=10, d=6)
+    X = torch.cat([X, X[:3]])  # three repeated samples: rank <= 10 whatever the width
+    model = SK.SkipMLP([6, 30, 30, 3], [0], 20, dtype=torch.float64)
+    assert SK.psi_ranks(model, X)[0][0] == 10 == nr_rank(model.psi(X)[0].detach().numpy())[0]
+
+
+def test_exact_readout_interpolates_when_psi_has_rank_N():
+    X, y = data(n=15, d=6)
+    model = SK.SkipMLP([6, 20, 20, 3], [0, 1], [25, 6], "softplus", dtype=torch.float64)
+    G0 = model(X).detach().clone()
+    res = SK.exact_readout(model, X, y)
+    Y = torch.nn.functional.one_hot(y, 3).double()
+    assert res[0] < 1e-10 and torch.allclose(model(X)[0], Y, atol=1e-8)
+    assert SK.accuracy(model, X, y)[0] == 1.0
+    # 6 skip neurons < N = 15: the least-squares residual of an independent numpy solve
+    psi = model.psi(X)[1, :, :6].detach().numpy()
+    R = Y.numpy() - G0[1].numpy()
+    sol = np.linalg.lstsq(psi, R, rcond=None)[0]
+    assert res[1] == pytest.approx(np.linalg.norm(psi @ sol - R) / np.linalg.norm(R), rel=1e-8)
+    assert res[1] > 0.05
+    assert torch.allclose(model.V[1, :6], torch.tensor(sol), atol=1e-8)
+    with pytest.raises(ValueError, match="y must hold one label per row of X \\(15\\)"):
+        SK.exact_readout(model, X, y[:4])
+
+
+def test_exact_readout_keeps_a_nonzero_V_out_of_the_residual():
+    X, y = data(n=8, d=4)
+    model = SK.SkipMLP([4, 12, 3], [0], 12, "sigmoid", dtype=torch.float64)
+    randomise_V(model)
+    SK.exact_readout(model, X, y)
+    assert torch.allclose(model(X)[0], torch.nn.functional.one_hot(y, 3).double(), atol=1e-8)
+
+
+# ------------------------------------------------------------------ the loss on a plane (Fig. 4.4)
+
+def test_filter_normalised_direction_matches_row_norms():
+    params = [torch.randn(4, 3, dtype=torch.float64), torch.randn(4, dtype=torch.float64), torch.zeros(2, 5)]
+    d1 = SK.filter_normalised_direction(params, torch.Generator().manual_seed(0))
+    d2 = SK.filter_normalised_direction(params, torch.Generator().manual_seed(0))
+    assert all(torch.equal(a, b) for a, b in zip(d1, d2))
+    assert torch.allclose(d1[0].norm(dim=1), params[0].norm(dim=1))
+    assert torch.all(d1[1] == 0) and torch.all(d1[2] == 0)
+    with pytest.raises(ValueError, match="params"):
+        SK.filter_normalised_direction([torch.tensor([float("nan")])], torch.Generator())
+
+
+def test_plane_losses_centre_and_a_corner_equal_direct_evaluations():
+    X, y = data(n=16, d=5)
+    model = SK.SkipMLP([5, 6, 6, 3], [0, 1], [4, 9], "sigmoid", dtype=torch.float64)
+    randomise_V(model)
+    grid, L = SK.plane_losses(model, X, y, span=0.5, resolution=5, seed=3, k=1)
+    assert L.shape == (5, 5) and np.allclose(grid, np.linspace(-0.5, 0.5, 5))
+    with torch.no_grad():
+        centre = float(torch.nn.functional.cross_entropy(model(X)[1], y))
+    assert L[2, 2] == pytest.approx(centre, abs=1e-12)
+    # rebuild the plane's directions independently and evaluate (a, b) = (-0.5, 0.25) by the reference loop
+    gen = torch.Generator().manual_seed(3)
+    theta = [W[1].detach() for W in model.weights] + [b[1].detach() for b in model.biases] + [model.V[1, :9].detach().T]
+    d1 = SK.filter_normalised_direction(theta, gen)
+    d2 = SK.filter_normalised_direction(theta, gen)
+    moved = [t - 0.5 * u + 0.25 * w for t, u, w in zip(theta, d1, d2)]
+    with torch.no_grad():
+        for l in range(3):
+            model.weights[l][1] = moved[l]
+            model.biases[l][1] = moved[3 + l]
+        model.V[1, :9] = moved[-1].T
+    out, _ = reference_forward(model, X, 1)
+    expected = float(torch.nn.functional.cross_entropy(torch.tensor(out), y))
+    assert L[0, 3] == pytest.approx(expected, abs=1e-12)
+    with pytest.raises(ValueError, match="k \\(the model index\\)"):
+        SK.plane_losses(model, X, y, k=2)
+    with pytest.raises(ValueError, match="span"):
+        SK.plane_losses(model, X, y, span=0.0)
+    with pytest.raises(ValueError, match="resolution"):
+        SK.plane_losses(model, X, y, resolution=0)
+    with pytest.raises(TypeError, match="model"):
+        SK.plane_losses(SK.SkipCNN([("fc", 3)], (1, 2, 2), 2, 0, 1), X, y)
+
+
+# ------------------------------------------------------------------ CNNs and the paper configurations
+
+def test_table_4_1_cnn13_neuron_count():
+    model = SK.SkipCNN(SK.CNN13, (1, 28, 28), 10, 0, 5)
+    table_4_1 = [50176, 50176, 12544, 25088, 25088, 6272, 12544, 12544, 4096, 4096, 1024, 1024, 256]
+    assert model.n_hidden == sum(table_4_1) == 204928  # the caption's 179,840 is 25,088 short of its own rows
+    hidden, out = model._hidden_and_output(torch.zeros(1, 1, 28, 28))
+    assert [h.shape[2] for h in hidden] == table_4_1 and out.shape == (1, 1, 10)
+
+
+def test_vgg_layers_and_mp2conv():
+    vgg11 = SK.vgg_layers(11)
+    assert sum(s[0] == "conv" for s in vgg11) == 8 and sum(s[0] == "pool" for s in vgg11) == 5
+    assert vgg11[-2:] == (("fc", 128), ("fc", 128))
+    mp = SK.vgg_layers(11, mp2conv=True)
+    assert ("pool",) not in mp and mp[1] == ("conv", 64, 2, 2) and mp[3] == ("conv", 128, 2, 2)
+    assert sum(s[0] == "conv" for s in SK.vgg_layers(16)) == 13 and len(SK.vgg_layers(13, fc=7)) == 17
+    assert SK.vgg_layers(13, fc=7)[-1] == ("fc", 7)
+    model = SK.SkipCNN(vgg11, (3, 32, 32), 10, 0, 3)
+    hidden, _ = model._hidden_and_output(torch.zeros(1, 3, 32, 32))
+    assert [h.shape[2] for h in hidden] == [65536, 32768, 16384, 16384, 8192, 8192, 2048, 2048, 128, 128]
+    model = SK.SkipCNN(mp, (3, 32, 32), 10, 0, 3)
+    # every max-pool becomes a 2x2 conv of stride 2, whose outputs join the pool of hidden neurons
+    assert model.n_hidden == 65536 + 16384 + 32768 + 8192 + 2 * 16384 + 4096 + 2 * 8192 + 2048 + 2 * 2048 + 512 + 2 * 128
+    with pytest.raises(ValueError, match="depth"):
+        SK.vgg_layers(19)
+    with pytest.raises(ValueError, match="fc"):
+        SK.vgg_layers(11, fc=0)
+
+
+def test_skip_cnn_forward_matches_functional_ops():
+    g = torch.Generator().manual_seed(0)
+    X = torch.rand(3, 2, 6, 6, generator=g, dtype=torch.float64)
+    layers = (("conv", 3, 3, 1), ("pool",), ("conv", 4, 2, 2), ("fc", 5))
+    model = SK.SkipCNN(layers, (2, 6, 6), 3, 4, 7, "softplus", gamma=2.0, dtype=torch.float64)
+    randomise_V(model)
+    c1, c2, fc = model.layers[0], model.layers[2], model.layers[3][1]
+    a = lambda z: np.log1p(np.exp(2.0 * z.detach().numpy())) / 2.0  # noqa: E731
+    h1 = torch.tensor(a(torch.nn.functional.conv2d(X, c1.weight, c1.bias, padding=1)))
+    h2 = torch.tensor(a(torch.nn.functional.conv2d(torch.nn.functional.max_pool2d(h1, 2), c2.weight, c2.bias, stride=2)))
+    h3 = torch.tensor(a(h2.flatten(1) @ fc.weight.T + fc.bias))
+    pool = torch.cat([h1.flatten(1), h2.flatten(1), h3], 1).detach()
+    assert model.n_hidden == pool.shape[1] == 3 * 36 + 4 * 1 + 5  # 6x6 -> pool 3x3 -> 2x2 conv, stride 2: 1x1
+    psi = pool[:, model.skip_index[0]]
+    out = (h3 @ model.head.weight.T + model.head.bias + psi @ model.V[0]).detach()
+    assert torch.allclose(model.psi(X)[0], psi, atol=1e-12) and torch.allclose(model(X)[0], out, atol=1e-12)
+    std = math.sqrt(2.0 / (2 * 9))
+    assert c1.weight.abs().max() <= 2 * std and torch.all(c1.bias == 0) and torch.all(model.head.bias == 0)
+    assert model.head.weight.abs().max() <= 2 * math.sqrt(2.0 / 5)
+    with pytest.raises(ValueError, match=r"X must have shape \(n, 2, 6, 6\)"):
+        model(torch.zeros(1, 2, 5, 6, dtype=torch.float64))
+    SK.train_sgd(model, X, torch.tensor([0, 1, 2]), 1, 3, 0.1, train="readout")  # trains like a SkipMLP
+
+
+def test_skip_cnn_errors_name_the_argument():
+    with pytest.raises(ValueError, match="layers: unknown layer"):
+        SK.SkipCNN((("dense", 3),), (1, 4, 4), 2, 0, 1)
+    with pytest.raises(ValueError, match="in_shape must be \\(channels, height, width\\)"):
+        SK.SkipCNN((("fc", 3),), (1, 4, 4, 4), 2, 0, 1)
+    with pytest.raises(ValueError, match="in_shape"):
+        SK.SkipCNN((("fc", 3),), (1, 0, 4), 2, 0, 1)
+    with pytest.raises(ValueError, match="n_skip"):
+        SK.SkipCNN((("fc", 3),), (1, 4, 4), 2, 0, 4)
+    with pytest.raises(ValueError, match="n_out"):
+        SK.SkipCNN((("fc", 3),), (1, 4, 4), 0, 0, 1)
+    with pytest.raises(ValueError, match="seed"):
+        SK.SkipCNN((("fc", 3),), (1, 4, 4), 2, -1, 1)
+    with pytest.raises(ValueError, match="activation"):
+        SK.SkipCNN((("fc", 3),), (1, 4, 4), 2, 0, 1, "relu")
+
+
+@pytest.mark.parametrize("layers, in_shape, n_skip", [
+    (SK.CNN13, (1, 28, 28), 55000),                     # Table 4.2: MNIST, N = 55,000 skip neurons
+    (SK.vgg_layers(11), (3, 32, 32), 50000),            # Table 4.3: CIFAR-10, N = 50,000
+    (SK.vgg_layers(11, mp2conv=True), (3, 32, 32), 50000),  # Table 4.5
+])
+def test_one_training_step_of_the_paper_configurations(layers, in_shape, n_skip):
+    loss = SK.check_paper_config_step(layers, in_shape, 10, n_skip, batch=2)
+    assert math.isfinite(loss) and loss > 0
+
+
+def test_random_shift_is_a_padded_crop_of_each_image():
+    g = torch.Generator().manual_seed(0)
+    X = torch.rand(40, 2, 5, 4, generator=g, dtype=torch.float64) + 1.0
+    assert torch.equal(SK.random_shift(X, 0, g), X)
+    out = SK.random_shift(X, 1, g)
+    assert out.shape == X.shape
+    P = np.pad(X.numpy(), ((0, 0), (0, 0), (1, 1), (1, 1)))
+    seen = set()
+    for i in range(40):  # brute force: which of the 9 windows of the padded image is it?
+        hits = [(dy, dx) for dy in range(3) for dx in range(3) if np.array_equal(out[i].numpy(), P[i, :, dy:dy + 5, dx:dx + 4])]
+        assert len(hits) == 1
+        seen.add(hits[0])
+    assert len(seen) == 9
+    with pytest.raises(ValueError, match="max_shift"):
+        SK.random_shift(X, -1, g)
+    with pytest.raises(ValueError, match="X"):
+        SK.random_shift(X[0], 1, g)
+
+
+def test_train_sgd_applies_the_augmentation_to_each_batch():
+    X, y = data(n=6)
+    sizes = []
+
+    def augment(Xb, gen):
+        sizes.append(len(Xb))
+        return Xb * 0.0
+
+    model = SK.SkipMLP([5, 4, 3], [0], 3, dtype=torch.float64)
+    hist = SK.train_sgd(model, X, y, 2, 4, 1e-12, augment=augment, momentum=0.0)
+    assert sizes == [4, 2, 4, 2]
+    # zeroed inputs: the hidden layer sees only its bias, so the first epoch's loss is that of X = 0
+    with torch.no_grad():
+        ref = SK.SkipMLP([5, 4, 3], [0], 3, dtype=torch.float64)
+        expected = float(torch.nn.functional.cross_entropy(ref(torch.zeros(6, 5, dtype=torch.float64))[0], y))
+    assert hist.loss[0][0] == pytest.approx(expected, abs=1e-9)
+    with pytest.raises(TypeError, match="augment"):
+        SK.train_sgd(model, X, y, 1, 4, 0.1, augment=3)
