@@ -1,5 +1,6 @@
 """Unit tests of lib.boolean (Chapter 6: Boolean functions, swaps and small ReLU networks)."""
 
+import itertools
 import math
 
 import numpy as np
@@ -410,3 +411,209 @@ def test_error_messages_name_the_argument(i):
     call, pattern = _B_BAD[i]
     with pytest.raises((ValueError, TypeError), match=pattern):
         call()
+
+
+# ---- independent computations: brute force over small cubes, a second algorithm, hand-worked cases ----
+
+def _brute_fourier(table):
+    """fhat(S) = 2^-n sum_x (-1)^f(x) prod_{i in S} x_i over x in {-1,1}^n, S as a bit mask (x1 = top bit)."""
+    n = int(np.log2(len(table)))
+    corners = list(itertools.product((-1, 1), repeat=n))                    # table order: x1 most significant
+    out = []
+    for S in itertools.product((0, 1), repeat=n):
+        out.append(sum((-1) ** int(f) * math.prod(x for x, s in zip(xs, S) if s) for f, xs in zip(table, corners)) / 2 ** n)
+    return np.array(out)
+
+
+def test_fourier_quantities_against_brute_force():
+    rng = np.random.default_rng(5)
+    tables = np.vstack([rng.integers(0, 2, (6, 8)), [[0, 0, 0, 1, 0, 1, 1, 1]]]).astype(np.uint8)  # last: majority
+    coef = B.fourier(tables)
+    for t, c in zip(tables, coef):
+        brute = _brute_fourier(t)
+        np.testing.assert_allclose(c, brute, atol=1e-12)
+        sizes = np.array([bin(S).count("1") for S in range(8)])
+        assert B.degree(t)[0] == max(sizes[np.abs(brute) > 1e-12], default=0)
+        # influence by its combinatorial definition: sum_i P[f(x) != f(x with bit i flipped)]
+        inf = sum(np.mean([t[k] != t[k ^ (1 << i)] for k in range(8)]) for i in range(3))
+        assert B.influence(t)[0] == pytest.approx(inf, abs=1e-12)
+        p = brute ** 2
+        assert B.fourier_entropy(t)[0] == pytest.approx(-sum(q * math.log2(q) for q in p if q > 0), abs=1e-12)
+    np.testing.assert_allclose(coef[-1], [0, -0.5, -0.5, 0, -0.5, 0, 0, 0.5], atol=1e-15)  # majority by hand
+    assert B.fourier_entropy(tables[-1])[0] == pytest.approx(2.0) and B.influence(tables[-1])[0] == pytest.approx(1.5)
+    assert B.fourier(np.zeros(4, np.uint8)).tolist() == [1.0, 0.0, 0.0, 0.0] and B.degree([0, 0, 0, 0])[0] == 0
+    assert B.degree([0, 0, 1, 1])[0] == 1 and B.fourier_entropy([0, 0, 1, 1])[0] == 0.0  # a dictator
+    assert B.fourier(tables).shape == (7, 8) and B.fourier(tables[0]).shape == (8,)
+
+
+def test_npn_class_ids_against_brute_force():
+    """The byte-lookup transform of ids (n <= 4) and the n = 5 branch against the definition: the
+    smallest id over every input negation/permutation of f and of 1 - f."""
+    def brute(table):
+        n = int(np.log2(len(table)))
+        out = []
+        for perm in itertools.permutations(range(n)):
+            for sign in itertools.product((1, -1), repeat=n):
+                X = B.cube(n)
+                TX = X[:, perm] * np.array(sign)
+                g = table[(TX > 0) @ (1 << np.arange(n - 1, -1, -1))]          # g(x) = f(T x)
+                out += [int("".join(map(str, g)), 2), int("".join(map(str, 1 - g)), 2)]
+        return min(out)
+
+    rng = np.random.default_rng(3)
+    for n, count in ((2, 16), (3, 12), (4, 3)):
+        ids = np.arange(16) if n == 2 else rng.integers(0, 2 ** (2 ** n), count)
+        for i in ids:
+            assert B.npn_class_ids_all(n)[i] == brute(B.truth_table(int(i), n)[0])
+    for t in rng.integers(0, 2, (1, 32)).astype(np.uint8):
+        assert B.npn_class_id(t) == brute(t)
+    assert B.npn_classes(2).tolist() == [0, 1, 3, 6]                          # 0, AND, x1, XOR
+    maps = B.npn_transforms(3)
+    assert maps.shape == (48, 8) and all(sorted(r) == list(range(8)) for r in maps)
+
+
+def test_order_types_weights_realise_their_orders():
+    assert B.order_types(2)[1].tolist() == [[0, 2, 1, 3]]                      # w1 < w2: 00, 10, 01, 11
+    W, orders = B.order_types(3)
+    assert W.tolist() == [[1, 2, 4], [2, 3, 4]] and orders.tolist() == [[0, 4, 2, 6, 1, 5, 3, 7], [0, 4, 2, 1, 6, 5, 3, 7]]
+    for n in (3, 4):
+        W, orders = B.order_types(n)
+        sums = W @ B.cube(n, pm=False).T
+        assert (W > 0).all() and (np.diff(W, axis=1) > 0).all()
+        assert all(len(set(s)) == 2 ** n for s in sums)                        # generic
+        assert np.array_equal(np.argsort(sums, axis=1), orders)
+        assert len({tuple(o) for o in orders}) == len(orders)
+
+
+def test_interpolation_slopes_give_the_slopes():
+    """sum_j a_j leaky(x - y_j) has slope s_i between knots i and i+1 (finite differences of the net)."""
+    rng = np.random.default_rng(4)
+    y = np.array([-1.0, 0.0, 0.5, 2.0])
+    s = rng.normal(size=4)
+    for alpha in (0.0, 0.3):
+        a = B.interpolation_slopes(s, alpha)
+        net = [(np.ones((4, 1)), -y), (a[None, :], np.zeros(1))]
+        x = np.array([-0.6, -0.4, 0.2, 0.3, 1.0, 1.5, 3.0, 4.0])[:, None]   # two points per segment
+        out = B.network_output(net, x, alpha)
+        np.testing.assert_allclose((out[1::2] - out[::2]) / (x[1::2, 0] - x[::2, 0]), s, atol=1e-12)
+        left = B.network_output(net, np.array([[-3.0], [-2.0]]), alpha)           # left of every knot
+        assert left[1] - left[0] == pytest.approx(alpha * a.sum(), abs=1e-12)
+
+
+def test_network_output_by_hand_and_width_zero():
+    net = [(np.array([[1.0, -1.0], [2.0, 0.0]]), np.array([0.0, -1.0])), (np.array([[1.0, 3.0]]), np.array([0.5]))]
+    X = np.array([[1.0, 0.0], [0.0, 1.0]])
+    # x=(1,0): z=(1, 1) -> 1 + 3 + .5; x=(0,1): z=(-1, -1) -> relu 0, leaky 0.1*(-1 - 3)
+    np.testing.assert_allclose(B.network_output(net, X), [4.5, 0.5])
+    np.testing.assert_allclose(B.network_output(net, X, 0.1), [4.5, 0.5 - 0.4])
+    const = B.swaps_network([1, 1, 1, 1])
+    assert B.network_output(const, B.cube(2)).tolist() == [1.0] * 4
+    assert B.network_output(B.swaps_network([0, 0, 0, 0]), B.cube(2)).tolist() == [-1.0] * 4
+
+
+@pytest.mark.parametrize("alpha", [0.0, 0.2])
+def test_swaps_network_crosses_zero_halfway_between_runs(alpha):
+    """Along the projection the net is piecewise linear in p = w.x and changes sign exactly swaps(f)
+    times, at the midpoints between adjacent corners of different classes (Thm 3.3.2's construction)."""
+    for i, n in [(1785, 4), (278, 4), (27030, 4), (105, 3), (23, 3)]:
+        table = B.truth_table(i, n)[0]
+        net = B.swaps_network(table, alpha)
+        w = net[0][0][0]
+        proj = np.sort(B.cube(n) @ w)
+        lab = table[np.argsort(B.cube(n) @ w, kind="stable")]
+        change = np.flatnonzero(lab[1:] != lab[:-1])
+        mids = (proj[change] + proj[change + 1]) / 2
+        on_line = lambda t: np.asarray(t, float)[:, None] * w[None, :] / (w @ w)  # noqa: E731  points with w.x = t
+        np.testing.assert_allclose(B.network_output(net, on_line(mids), alpha), 0.0, atol=1e-9)
+        t = np.linspace(proj[0], proj[-1], 4001)
+        signs = np.sign(B.network_output(net, on_line(t), alpha))
+        signs = signs[signs != 0]
+        assert (signs[1:] != signs[:-1]).sum() == B.swaps(table) == len(net[0][1])
+        out = B.network_output(net, B.cube(n), alpha)
+        assert np.all(np.where(table == 1, out, -out) > 0)
+
+
+def test_thesis_case_weights_n3_by_hand():
+    # w1 in {0, 1}; w2 in {w1, w1 + 1}... (cases 1 and 5 for i = 2), then the four cases for i = 3
+    W = B.thesis_case_weights(3)
+    assert W.tolist() == [[0, 0, 0], [0, 0, 1], [0, 0, 0], [0, 0, 0], [0, 1, 1], [0, 1, 2], [0, 1, 1], [0, 1, 1],
+                          [1, 1, 1], [1, 1, 3], [1, 1, 2], [1, 1, 1.5], [1, 2, 2], [1, 2, 4], [1, 2, 3], [1, 2, 2.5]]
+    assert len(B.thesis_case_weights(2)) == 4 and len(B.thesis_case_weights(1)) == 2
+    # the case list is right for n <= 3 (it misses chambers only from n = 4 on)
+    tables = B.truth_table(np.arange(256), 3)
+    np.testing.assert_array_equal(B.thesis_swaps(tables), B.swaps_all(3))
+    assert isinstance(B.thesis_swaps(tables[105]), float)
+
+
+def test_change_counts_against_the_definition():
+    """Entry [f, t, o] = class changes of f o T_t read along order type o, counted directly."""
+    rng = np.random.default_rng(6)
+    tables = rng.integers(0, 2, (3, 8)).astype(np.uint8)
+    counts = B.change_counts(tables)
+    _, signs, maps = B._signed_permutations(3)
+    kept = maps[signs[:, 0] == 1]                                              # one of each reversed pair
+    _, orders = B.order_types(3)
+    assert counts.shape == (3, 24, 2) and len(kept) == 24
+    for f, table in enumerate(tables):
+        for t, T in enumerate(kept):
+            g = table[T]
+            for o, order in enumerate(orders):
+                assert counts[f, t, o] == np.sum(g[order][1:] != g[order][:-1])
+    assert np.array_equal(B.swaps_many(tables, batch=1), counts.min(axis=(1, 2)))
+    assert np.array_equal(B.swaps_many(tables, batch=2), B.swaps_all(3)[[B.table_to_id(t) for t in tables]])
+
+
+def test_train_boolean_nets_against_autograd_adam():
+    """Three epochs of the stacked trainer against the same nets written with einsum, torch autograd and
+    torch.optim.Adam on the sum of the nets' mean BCE: success and best accuracy per net agree."""
+    tables = B.truth_table([1, 105, 27030], 4)
+    trials, epochs, alpha, lr = 3, 3, 0.1, 0.05
+    ok, acc = B.train_boolean_nets(tables, 3, 2, alpha, trials=trials, epochs=epochs, lr=lr, seed=4,
+                                   progress=False, with_accuracy=True)
+    ref = B.StackedMLP([4, 3, 3, 1], 3 * trials, alpha, 4)                     # the same initial weights
+    params = [p.clone().requires_grad_() for p in ref.params]
+    X = torch.tensor(B.cube(4), dtype=torch.float32)
+    Y = torch.tensor(np.repeat(tables.T, trials, axis=1), dtype=torch.float32)  # net f * trials + r
+
+    def logits():
+        h = X[:, :, None].expand(-1, -1, 3 * trials)
+        for k in range(0, len(params), 2):
+            z = torch.einsum("piB,ioB->poB", h, params[k]) + params[k + 1]
+            h = torch.where(z > 0, z, alpha * z)
+        return z[:, 0, :]
+
+    opt = torch.optim.Adam(params, lr=lr)
+    best, solved = torch.zeros(3 * trials), torch.zeros(3 * trials, dtype=torch.bool)
+    for _ in range(epochs + 1):
+        out = logits()
+        correct = (out > 0) == (Y > 0.5)
+        best, solved = torch.maximum(best, correct.float().mean(0)), solved | correct.all(0)
+        opt.zero_grad()
+        torch.nn.functional.binary_cross_entropy_with_logits(out, Y, reduction="none").mean(0).sum().backward()
+        opt.step()
+    assert np.array_equal(ok, solved.numpy().reshape(3, trials))
+    np.testing.assert_allclose(acc, best.numpy().reshape(3, trials), atol=1e-7)
+    assert not np.array_equal(acc, np.ones_like(acc))                          # the check is not trivial
+    he = B.train_boolean_nets(tables, 3, 2, alpha, trials=trials, epochs=epochs, lr=lr, seed=4, progress=False)
+    assert np.array_equal(he, ok)                                              # with_accuracy changes nothing
+
+
+def test_prune_and_finetune_stop_at_first_and_no_record():
+    kw = dict(width=3, alpha=0.1, parents=3, epochs=150, seed=2, max_width=2, progress=False)
+    full = B.prune_and_finetune([0, 0, 0, 1], **kw)
+    short = B.prune_and_finetune([0, 0, 0, 1], **kw, record=False, stop_at_first=True)
+    assert np.array_equal(full["parents_used"], short["parents_used"]) and len(full["parents_used"])
+    assert full["subsets"][2] == [(0, 1), (0, 2), (1, 2)] and full["subsets"][1] == [(0,), (1,), (2,)]
+    for res in (full, short):                                                  # smallest = first width that works
+        first = [min([k for k in res["solved"] if res["solved"][k][i].any()], default=0) for i in range(len(res["smallest"]))]
+        assert res["smallest"].tolist() == first
+    assert np.array_equal(full["solved"][1], short["solved"][1])               # same training, no curves kept
+    assert short["curves"][1] is None and full["curves"][1].shape == (150, len(full["parents_used"]), 3)
+    assert full["tried"][2].all()
+    if 2 in short["tried"]:
+        assert np.array_equal(short["tried"][2], ~short["solved"][1].any(1))
+        assert not short["solved"][2][~short["tried"][2]].any()
+    else:
+        assert short["solved"][1].any(1).all()                                 # every parent done at width 1
+    assert np.array_equal(full["smallest"], short["smallest"])
+    assert (full["smallest"] == 1).all()                                       # AND: one unit suffices

@@ -254,3 +254,195 @@ def test_leaky_patterns_match_the_leaky_regions():
         x = r.centroid
         assert tuple(activation_patterns(params, x[None], alpha=0.3)[0]) == r.pattern
         np.testing.assert_allclose(r.A @ x + r.c, forward_f64(params, x[None], alpha=0.3)[0], atol=1e-12)
+
+
+# ------------------------------------------------------------- closed forms and hand-worked small cases
+def test_polygon_area_and_centroid_closed_forms():
+    tri = np.array([[0.0, 0.0], [3.0, 0.0], [0.0, 3.0]])                    # right triangle, legs 3
+    assert LR.polygon_area(tri) == 4.5 and LR.polygon_area(tri[::-1]) == -4.5  # clockwise: negative
+    np.testing.assert_allclose(LR.Region(tri, ()).centroid, [1.0, 1.0], atol=1e-15)  # mean of the vertices
+    rect = np.array([[1.0, 3.0], [2.0, 3.0], [2.0, 7.0], [1.0, 7.0]])
+    r = LR.Region(rect, (True,))
+    assert r.area == 4.0
+    np.testing.assert_allclose(r.centroid, [1.5, 5.0], atol=1e-15)            # the rectangle's centre
+    # an L-shape (non-convex, to pin the shoelace weights): unit squares at (0,0), (1,0), (0,1)
+    L = np.array([[0.0, 0.0], [2.0, 0.0], [2.0, 1.0], [1.0, 1.0], [1.0, 2.0], [0.0, 2.0]])
+    np.testing.assert_allclose(LR.Region(L, ()).centroid, [5 / 6, 5 / 6], atol=1e-15)
+    with pytest.raises(ValueError, match=r"^(P must be an array of shape \(n, 2\)|a polygon is a \(k, 2\) array)"):
+        LR.polygon_area(np.zeros(3))
+
+
+def test_pattern_string():
+    assert LR.pattern_string((True, False, True)) == "101" and LR.pattern_string(()) == ""
+
+
+def test_local_affine_takes_the_active_side_on_a_zero_set():
+    # XOR net (5.11) at (-1, 0): unit 1 has pre-activation exactly 0 (active side), unit 2 is -1
+    xor = [(np.array([[1.0, 1.0], [1.0, 1.0]]), np.array([1.0, 0.0])), (np.array([[1.0, -2.0]]), np.array([-1.0]))]
+    A, c = LR.local_affine(xor, np.array([[-1.0, 0.0]]))
+    np.testing.assert_array_equal(A[0], [[1.0, 1.0]])   # the inactive side would give [[0, 0]] and c = -1
+    np.testing.assert_array_equal(c[0], [0.0])
+    # leaky, by hand: relu slope 1 for x >= 0, alpha for x < 0, then 3 * (.) + 2
+    net = [(np.array([[1.0]]), np.array([0.0])), (np.array([[3.0]]), np.array([2.0]))]
+    A, c = LR.local_affine(net, np.array([[-2.0], [0.0], [5.0]]), alpha=0.25)
+    np.testing.assert_array_equal(A[:, 0, 0], [0.75, 3.0, 3.0])
+    np.testing.assert_array_equal(c[:, 0], [2.0, 2.0, 2.0])
+
+
+def test_regions_2d_min_area_and_single_cuts_by_hand():
+    # one unit x1 - 0.5 on [-1, 1]^2: the two rectangles, areas 3 and 1, maps 0 and x1 - 0.5 (+1)
+    net = [(np.array([[1.0, 0.0]]), np.array([-0.5])), (np.array([[1.0]]), np.array([1.0]))]
+    regs = {LR.pattern_string(r.pattern): r for r in LR.regions_2d(net, (-1, 1, -1, 1))}
+    assert set(regs) == {"0", "1"}
+    assert regs["1"].area == pytest.approx(1.0, abs=1e-14) and regs["0"].area == pytest.approx(3.0, abs=1e-14)
+    np.testing.assert_allclose(regs["1"].A, [[1.0, 0.0]]); np.testing.assert_allclose(regs["1"].c, [0.5])
+    np.testing.assert_allclose(regs["0"].A, [[0.0, 0.0]]); np.testing.assert_allclose(regs["0"].c, [1.0])
+    W_loc, b_loc = regs["1"].pre[0]
+    np.testing.assert_allclose(W_loc, [[1.0, 0.0]]); np.testing.assert_allclose(b_loc, [-0.5])
+    assert sorted(map(tuple, np.round(regs["1"].polygon, 12))) == [(0.5, -1.0), (0.5, 1.0), (1.0, -1.0), (1.0, 1.0)]
+    big = LR.regions_2d(net, (-1, 1, -1, 1), min_area=2.0)                   # the area-1 piece is dropped
+    assert [LR.pattern_string(r.pattern) for r in big] == ["0"]
+    assert LR.regions_2d(net, (-1, 1, -1, 1), min_area=5.0) == []
+    # leaky: the inactive side keeps slope alpha
+    leaky = {LR.pattern_string(r.pattern): r for r in LR.regions_2d(net, (-1, 1, -1, 1), alpha=0.2)}
+    np.testing.assert_allclose(leaky["0"].A, [[0.2, 0.0]]); np.testing.assert_allclose(leaky["0"].c, [0.9])
+    # a line through two corners of the box (x1 = x2) splits it into two triangles of area 2, no slivers
+    diag = [(np.array([[1.0, -1.0]]), np.array([0.0])), (np.array([[1.0]]), np.array([0.0]))]
+    regs = LR.regions_2d(diag, (-1, 1, -1, 1))
+    assert sorted(len(r.polygon) for r in regs) == [3, 3] and all(abs(r.area - 2.0) < 1e-14 for r in regs)
+    # a line along the box edge x1 = 1 leaves one region: the whole box, inactive side only
+    edge = [(np.array([[1.0, 0.0]]), np.array([-1.0])), (np.array([[1.0]]), np.array([0.0]))]
+    regs = LR.regions_2d(edge, (-1, 1, -1, 1))
+    assert [LR.pattern_string(r.pattern) for r in regs] == ["0"] and regs[0].area == pytest.approx(4.0)
+
+
+def test_regions_1d_by_hand_edge_cases():
+    # two units with the same breakpoint 0.5 (x - 0.5 and 2x - 1): two pieces, not three
+    net = [(np.array([[1.0], [2.0]]), np.array([-0.5, -1.0])), (np.array([[1.0, 1.0]]), np.array([0.0]))]
+    pieces = LR.regions_1d(net, (0, 1))
+    assert [(p.lo, p.hi, p.pattern) for p in pieces] == [(0, 0.5, (False, False)), (0.5, 1, (True, True))]
+    assert [float(p.A[0, 0]) for p in pieces] == [0.0, 3.0] and [float(p.c[0]) for p in pieces] == [0.0, -1.5]
+    assert pieces[0].A.shape == (1, 1) and pieces[0].c.shape == (1,)
+    # a unit with zero input weight (constant, active) never cuts; a breakpoint within min_length of an end neither
+    flat = [(np.array([[0.0], [1.0]]), np.array([1.0, -1e-13])), (np.array([[1.0, 1.0]]), np.array([0.0]))]
+    pieces = LR.regions_1d(flat, (0, 1))
+    assert [(p.lo, p.hi, p.pattern) for p in pieces] == [(0, 1, (True, True))]
+    pieces = LR.regions_1d(flat, (0, 1), min_length=1e-14)                   # now the cut at 1e-13 counts
+    assert [(p.lo, p.hi) for p in pieces] == [(0, 1e-13), (1e-13, 1)]
+    assert [p.pattern for p in pieces] == [(True, False), (True, True)]
+    # the same near the right end: a breakpoint at 1 - 1e-13 is ignored with the default min_length
+    right = [(np.array([[1.0]]), np.array([-(1 - 1e-13)])), (np.array([[1.0]]), np.array([0.0]))]
+    assert len(LR.regions_1d(right, (0, 1))) == 1 and len(LR.regions_1d(right, (0, 1), min_length=1e-15)) == 2
+    # leaky slopes, by hand: relu_alpha(x) on (-1, 2), alpha 0.25 -> slopes 0.25 then 1, offsets 0
+    pieces = LR.regions_1d([(np.ones((1, 1)), np.zeros(1)), (np.ones((1, 1)), np.zeros(1))], (-1, 2), alpha=0.25)
+    assert [(p.lo, p.hi, float(p.A[0, 0]), float(p.c[0])) for p in pieces] == [(-1, 0, 0.25, 0.0), (0, 2, 1.0, 0.0)]
+    with pytest.raises(ValueError, match=r"^regions_1d needs a 1-input network, got 2 inputs$"):
+        LR.regions_1d(random_net((2, 3, 1), 0), (0, 1))
+    with pytest.raises(ValueError, match="^interval"):
+        LR.regions_1d(net, (1, 0))
+
+
+def test_grid_pattern_count_by_hand():
+    # one unit x1 - t on the unit square; a 2 x 2 grid has cell centres x1 = 0.25, 0.75
+    def unit(t):
+        return [(np.array([[1.0, 0.0]]), np.array([-t])), (np.array([[1.0]]), np.array([0.0]))]
+    assert LR.grid_pattern_count(unit(0.3), (0, 1, 0, 1), 2) == 2
+    assert LR.grid_pattern_count(unit(0.2), (0, 1, 0, 1), 2) == 1           # both centres right of 0.2
+    assert LR.grid_pattern_count(unit(0.8), (0, 1, 0, 1), 2) == 1           # both left of 0.8
+    assert LR.grid_pattern_count(unit(0.7), (0, 1, 0, 1), 2) == 2
+    assert LR.grid_pattern_count(unit(0.7), (0, 1, 0, 1), 1) == 1           # one centre, 0.5
+    assert LR.grid_pattern_count(unit(2.3), (2, 3, 0, 1), 2) == 2           # shifted box: centres 2.25, 2.75
+    assert LR.grid_pattern_count(unit(2.2), (2, 3, 0, 1), 2) == 1
+    # the same along x2 (the second grid axis), and a box of other height
+    def horiz(t):
+        return [(np.array([[0.0, 1.0]]), np.array([-t])), (np.array([[1.0]]), np.array([0.0]))]
+    assert LR.grid_pattern_count(horiz(2.0), (0, 1, 1, 3), 2) == 2          # centres x2 = 1.5, 2.5
+    assert LR.grid_pattern_count(horiz(1.4), (0, 1, 1, 3), 2) == 1
+    assert LR.grid_pattern_count(horiz(1.6), (0, 1, 1, 2), 2) == 2          # centres 1.25, 1.75
+    assert LR.grid_pattern_count(horiz(1.6), (0, 1, 1.6, 2), 2) == 1        # centres 1.7, 1.9
+    # two units, a 3 x 3 grid: x1 >= 0.4 and x2 >= 0.6 on centres 1/6, 1/2, 5/6 -> all four patterns
+    two = [(np.eye(2), np.array([-0.4, -0.6])), (np.ones((1, 2)), np.zeros(1))]
+    assert LR.grid_pattern_count(two, (0, 1, 0, 1), 3) == 4
+    # no hidden layer: one (empty) pattern
+    assert LR.grid_pattern_count([(np.ones((1, 2)), np.zeros(1))], (0, 1, 0, 1), 4) == 1
+    with pytest.raises(ValueError, match=r"^p must be a positive int, got 0$"):
+        LR.grid_pattern_count(unit(0.3), (0, 1, 0, 1), 0)
+    with pytest.raises(ValueError, match=r"^p must be a positive int, got True$"):
+        LR.grid_pattern_count(unit(0.3), (0, 1, 0, 1), True)
+    with pytest.raises(ValueError, match=r"^p must be a positive int, got 2.0$"):
+        LR.grid_pattern_count(unit(0.3), (0, 1, 0, 1), 2.0)
+
+
+def test_convex_hull_and_chord_by_hand():
+    square = np.array([[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0]])
+    pts = np.vstack([square[[2, 0, 3, 1]], [[0.5, 0.5], [0.5, 0.0], [1.0, 0.3], [0.2, 0.7]]])  # interior + edge points
+    hull = LR._convex_hull(pts)
+    assert hull.tolist() == [[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0]]  # counter-clockwise, no edge points
+    assert LR._convex_hull(np.array([[1.0, 2.0], [1.0, 2.0], [0.0, 0.0]])).tolist() == [[0.0, 0.0], [1.0, 2.0]]
+    # chords of the unit square
+    p, q = LR._chord(square, np.array([1.0, 0.0]), -0.25)                      # x1 = 0.25
+    assert sorted([p.tolist(), q.tolist()]) == [[0.25, 0.0], [0.25, 1.0]]
+    p, q = LR._chord(square, np.array([1.0, -1.0]), 0.0)                       # the diagonal, through 2 vertices
+    assert sorted([p.tolist(), q.tolist()]) == [[0.0, 0.0], [1.0, 1.0]]
+    p, q = LR._chord(square, np.array([1.0, 1.0]), -0.5)                       # x1 + x2 = 0.5: cuts two edges
+    np.testing.assert_allclose(sorted([p.tolist(), q.tolist()]), [[0.0, 0.5], [0.5, 0.0]])
+    assert LR._chord(square, np.array([1.0, 0.0]), -2.0) is None               # misses the square
+    assert LR._chord(square, np.array([1.0, 1.0]), 0.0) is None                # touches one corner only
+    assert LR._chord(square, np.array([1.0, 1.0]), -1e-13) is None             # a chord shorter than 1e-12
+
+
+def test_zero_sets_2d_are_complete_on_a_grid():
+    """Every sign change of a unit's pre-activation between neighbouring grid points lies next to one of
+    that unit's segments (the segments are found, not only correct where found)."""
+    params = random_net((2, 4, 3, 1), 12)
+    regs = LR.regions_2d(params, (-1, 1, -1, 1))
+    g = np.linspace(-1, 1, 81)
+    G = np.stack(np.meshgrid(g, g), -1)                                         # (81, 81, 2), [iy, ix]
+    h = g[1] - g[0]
+    for layer in (1, 2):
+        segs = LR.zero_sets_2d(regs, layer)
+        U = preactivations_f64(params, G.reshape(-1, 2))[layer - 1].reshape(81, 81, -1)
+        for unit in range(U.shape[2]):
+            mine = [(p, q) for i, p, q in segs if i == unit]
+            s = U[:, :, unit] >= 0
+            mids = np.vstack([((G[:, 1:] + G[:, :-1]) / 2)[s[:, 1:] != s[:, :-1]],
+                              ((G[1:] + G[:-1]) / 2)[s[1:] != s[:-1]]])
+            assert len(mids) == 0 or mine
+            for m in mids:
+                dist = min(np.linalg.norm(m - (p + np.clip((m - p) @ (q - p) / ((q - p) @ (q - p)), 0, 1) * (q - p)))
+                           for p, q in mine)
+                assert dist <= h, (layer, unit, m, dist)
+    assert len(LR.zero_sets_2d(regs, 1)) == sum(
+        np.ptp(np.sign(preactivations_f64(params, np.array([[-1, -1], [1, -1], [1, 1], [-1, 1.0]]))[0][:, i])) > 0
+        for i in range(4))                                                      # layer 1: a segment iff the line meets the box
+
+
+def test_linear_regions_error_messages():
+    net = random_net((2, 3, 1), 0)
+    with pytest.raises(ValueError, match=r"^box must be \(xmin, xmax, ymin, ymax\), got \(0, 1\)$"):
+        LR.regions_2d(net, (0, 1))
+    with pytest.raises(ValueError, match=r"^box must be finite with xmin < xmax and ymin < ymax, got \(1, 0, 0, 1\)$"):
+        LR.regions_2d(net, (1, 0, 0, 1))
+    with pytest.raises(ValueError, match=r"^box must be finite with xmin < xmax and ymin < ymax, got \(0, 1, 1, 1\)$"):
+        LR.regions_2d(net, (0, 1, 1, 1))
+    with pytest.raises(ValueError, match=r"^box must be finite"):
+        LR.regions_2d(net, (0, np.nan, 0, 1))
+    with pytest.raises(ValueError, match=r"^regions_2d needs a 2-input network, got 3 inputs$"):
+        LR.regions_2d(random_net((3, 3, 1), 0), (0, 1, 0, 1))
+    for bad in (-1.0, "0", None):
+        with pytest.raises(ValueError, match=r"^min_area must be"):
+            LR.regions_2d(net, (0, 1, 0, 1), min_area=bad)
+    assert len(LR.regions_2d(net, (0, 1, 0, 1), min_area=0)) >= 1                # 0 (an int) is allowed
+    for k, n, name in ((-1, 2, "k"), (2, -1, "n"), (True, 2, "k"), (2, 1.0, "n")):
+        with pytest.raises(ValueError, match=rf"^{name} must be a non-negative int, got"):
+            LR.arrangement_bound(k, n)
+    assert LR.arrangement_bound(np.int64(4), np.int64(1)) == 5
+    with pytest.raises(ValueError, match=r"^widths must list the input dimension and at least one hidden width, got \[2\]$"):
+        LR.region_bound((2,))
+    regs = LR.regions_2d(random_net((2, 3, 2, 1), 1), (-1, 1, -1, 1))
+    for layer in (0, 3, 1.0):
+        with pytest.raises(ValueError, match=rf"^layer must be an int in \[1, 2\], got {layer}$"):
+            LR.zero_sets_2d(regs, layer)
+    for bad in ([], [1, 2], regs + ["x"]):
+        with pytest.raises(ValueError, match=r"^regions must be a non-empty list of regions_2d's Region objects$"):
+            LR.zero_sets_2d(bad, 1)
