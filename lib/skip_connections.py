@@ -102,6 +102,10 @@ class _SkipBase(torch.nn.Module):
         "rand" variant trains (§4.4)."""
         return [self.V, *self._head()]
 
+    def hidden(self, X: torch.Tensor) -> list:
+        """The outputs of every hidden (conv or FC) layer, each of shape ``(n_models, n, units)``."""
+        return [h.flatten(2) for h in self._hidden_and_output(self._input(X))[0]]
+
     def psi(self, X: torch.Tensor) -> torch.Tensor:
         """Psi of eq. (4.1): the skip neurons' outputs, shape ``(n_models, n, M)`` (columns beyond a model's
         own ``n_skip`` are zero)."""
@@ -227,12 +231,14 @@ def _check_model(model):
     return V.instance(model, "model", _SkipBase, "a SkipMLP or SkipCNN")
 
 
-def accuracy(model, X, y) -> np.ndarray:
-    """Fraction of rows of ``X`` whose arg-max logit is the label, one per model: shape ``(n_models,)``."""
+def accuracy(model, X, y, chunk: int = 1024) -> np.ndarray:
+    """Fraction of rows of ``X`` whose arg-max logit is the label, one per model: shape ``(n_models,)``.
+    Evaluated ``chunk`` rows at a time (a paper-scale CNN cannot hold 55,000 images' features at once)."""
     _check_model(model)
     y = V.labels(V.tensor(y, "y", floating=False), "y")
+    X = V.tensor(X, "X", floating=True)
     with torch.no_grad():
-        pred = model(X).argmax(2)
+        pred = torch.cat([model(Xc).argmax(2) for Xc in X.split(V.positive_int(chunk, "chunk"))], 1)
     if pred.shape[1] != y.shape[0]:
         raise V.ArgumentValueError(f"y must have one label per row of X ({pred.shape[1]}), got {y.shape[0]}")
     return (pred == y.to(pred.device)).double().mean(1).cpu().numpy()

@@ -486,3 +486,26 @@ def test_train_sgd_applies_the_augmentation_to_each_batch():
     assert hist.loss[0][0] == pytest.approx(expected, abs=1e-9)
     with pytest.raises(TypeError, match="augment"):
         SK.train_sgd(model, X, y, 1, 4, 0.1, augment=3)
+
+
+def test_accuracy_in_chunks_equals_one_pass():
+    X, y = data(n=23)
+    model = SK.SkipMLP([5, 4, 3], [0, 1, 2], 3, dtype=torch.float64)
+    randomise_V(model, seed=5)
+    one = SK.accuracy(model, X, y)
+    assert np.array_equal(SK.accuracy(model, X, y, chunk=4), one) and np.array_equal(SK.accuracy(model, X, y, chunk=1), one)
+    with pytest.raises(ValueError, match="chunk"):
+        SK.accuracy(model, X, y, chunk=0)
+    with pytest.raises(ValueError, match="X"):
+        SK.accuracy(model, X[:0], y)
+
+
+def test_hidden_returns_every_layer():
+    X, _ = data()
+    model = SK.SkipMLP([5, 4, 6, 3], [0, 1], 5, "sigmoid", dtype=torch.float64)
+    hidden = model.hidden(X)
+    assert [h.shape for h in hidden] == [(2, 12, 4), (2, 12, 6)]
+    pool = torch.cat(hidden, 2)
+    assert torch.equal(model.psi(X)[1], pool[1][:, model.skip_index[1]])
+    h1 = 1 / (1 + torch.exp(-(X @ model.weights[0][0].T + model.biases[0][0])))
+    assert torch.allclose(hidden[0][0], h1, atol=1e-14)
