@@ -21,7 +21,6 @@ import numpy as np
 import torch
 
 from lib import validate as V
-from lib.scale import as_device
 
 ACTIVATIONS = ("relu", "leaky_relu", "linear")
 INIT_SCHEMES = ("he", "lecun", "normal")
@@ -168,14 +167,12 @@ class BatchedMLP(torch.nn.Module):
     Weights have shape ``(n_models, d_out, d_in)``. ``forward`` takes inputs of shape ``(n, d_0)``
     (shared by all models) or ``(n_models, n, d_0)`` (one data set per model) and returns
     ``(n_models, n, d_L)``. Model ``m`` is initialised exactly like ``init_mlp(widths, seeds[m])``,
-    so a batched run and a loop of single runs start from the same weights. ``device`` (default: the
-    CPU) places the weights, drawn on the CPU first so that they are the same on every device; the
-    trainers of :mod:`lib.train` move a model to ``REPRO_DEVICE`` for training and back.
+    so a batched run and a loop of single runs start from the same weights.
     """
 
     def __init__(self, widths: Sequence[int], n_models: int | None = None, seeds=None,
                  scheme: str = "he", scale: float = 1.0, activation: str = "relu",
-                 negative_slope: float = 0.01, dtype=torch.float32, device=None):
+                 negative_slope: float = 0.01, dtype=torch.float32):
         super().__init__()
         widths = _check_widths(widths)
         if seeds is None:
@@ -188,15 +185,12 @@ class BatchedMLP(torch.nn.Module):
         V.choice(scheme, "scheme (the init scheme)", INIT_SCHEMES)
         negative_slope = V.slope(negative_slope, "negative_slope")
         scale = V.nonnegative(scale, "scale")
-        device = None if device is None else as_device(device)
         self.widths, self.activation, self.negative_slope = widths, activation, negative_slope
         nets = [init_mlp(widths, s, scheme, scale, dtype=dtype) for s in seeds]
         self.weights = torch.nn.ParameterList(
             torch.nn.Parameter(torch.stack([net[l][0] for net in nets])) for l in range(len(widths) - 1))
         self.biases = torch.nn.ParameterList(
             torch.nn.Parameter(torch.stack([net[l][1] for net in nets])) for l in range(len(widths) - 1))
-        if device is not None:
-            self.to(device)
 
     @property
     def n_models(self) -> int:

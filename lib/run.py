@@ -72,17 +72,25 @@ assert _smoke_on(), "the smoke preamble needs REPRO_SCALE=paper and REPRO_PAPER_
 _SMOKE_FAILED = []
 
 
-def __smoke_claim__(ok, message):
+def __smoke_claim__(test, message):
+    try:
+        ok = bool(test())
+    except Exception as err:  # e.g. a claim about an empty selection: evaluated, but it cannot hold
+        ok, message = False, lambda: f"{type(err).__name__}: {err}"
     if not ok:
-        _SMOKE_FAILED.append(message())
-        print("[paper smoke] claim not holding on the stand-in data:", _SMOKE_FAILED[-1])
+        _SMOKE_FAILED.append(str(message()))
+        print("[paper smoke] claim not holding on the stand-in data:", _SMOKE_FAILED[-1][:300])
+
+
+def _smoke_lambda(body):
+    return _smoke_ast.Lambda(_smoke_ast.arguments([], [], None, [], [], None, []), body)
 
 
 class _SmokeAsserts(_smoke_ast.NodeTransformer):
     def visit_Assert(self, node):
         msg = node.msg if node.msg is not None else _smoke_ast.Constant("assert")
         call = _smoke_ast.Call(_smoke_ast.Name("__smoke_claim__", _smoke_ast.Load()),
-                               [node.test, _smoke_ast.Lambda(_smoke_ast.arguments([], [], None, [], [], None, []), msg)], [])
+                               [_smoke_lambda(node.test), _smoke_lambda(msg)], [])
         return _smoke_ast.fix_missing_locations(_smoke_ast.copy_location(_smoke_ast.Expr(call), node))
 
 
@@ -94,7 +102,7 @@ def _soft_check(name, value, op, threshold):
     try:
         return _smoke_check(name, value, op, threshold)
     except AssertionError as err:
-        __smoke_claim__(False, lambda: str(err))
+        __smoke_claim__(lambda: False, lambda: str(err))
         return float("nan")
 
 

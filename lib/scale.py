@@ -27,10 +27,8 @@ executes every paper-only cell on a CPU. Its numbers mean nothing: the banner sa
 
 from __future__ import annotations
 
-import math
 import os
-import re
-from dataclasses import dataclass, fields, is_dataclass, replace
+from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from lib import validate as V
@@ -174,46 +172,6 @@ def paper_smoke() -> bool:
     return raw == "1"
 
 
-# Integer config fields that count work (steps, epochs, seeds, trials, draws, samples...) and so
-# shrink in a smoke run; every other field (dimensions, widths, batch sizes, data choices) keeps its
-# paper value, so that the smoke run takes the paper path with the paper's shapes.
-SMOKE_COUNT_FIELD = re.compile(
-    r"(^|_)(steps|epochs|seeds|trials|draws|sets|restarts|runs|nets|parents|copies|finetune|sample|"
-    r"samples|evals|extra|cap|trained|starts|step|early|per_config|per_class)$"
-    r"|^n_(recovery|general|lemma21|impostor|fdim|one_layer|random|eval|minimal|two|deep|xor_deep)$")
-SMOKE_DIVISOR = 1000  # a count c becomes min(c, max(2, ceil(c / 1000))): 4000 epochs -> 4, 32 seeds -> 2
-# Per chapter, fields that the rule above cannot shrink (counts inside tuples) or must keep; applied last.
-SMOKE_OVERRIDES: dict = {
-    "inductive_bias": {"ngd_schedule": ((0.003, 2), (0.001, 2)), "resnet_ngd_schedule": ((0.01, 2),)},
-}
-
-
-def smoke_count(c: int) -> int:
-    """A count of the paper config in a smoke run: ``min(c, max(2, ceil(c / SMOKE_DIVISOR)))``.
-
-    Monotone, so an order between two counts (a check step before the last step) is kept.
-    """
-    if not isinstance(c, int) or isinstance(c, bool) or c < 0:
-        raise ValueError(f"c (a count) must be an int >= 0, got {c!r}")
-    return min(c, max(2, math.ceil(c / SMOKE_DIVISOR)))
-
-
-def smoke_config(config: T, chapter: str = "") -> T:
-    """``config`` (a chapter's paper config, a dataclass) with its counts shrunk for a smoke run.
-
-    Every int field whose name matches :data:`SMOKE_COUNT_FIELD` becomes :func:`smoke_count` of it,
-    then the chapter's :data:`SMOKE_OVERRIDES` apply. A config that is no dataclass is returned as is.
-    """
-    V.instance(chapter, "chapter", str, "a str (the chapter key)")
-    if not is_dataclass(config) or isinstance(config, type):
-        return config
-    changes = {f.name: smoke_count(getattr(config, f.name)) for f in fields(config)
-               if SMOKE_COUNT_FIELD.search(f.name) and isinstance(getattr(config, f.name), int)
-               and not isinstance(getattr(config, f.name), bool) and getattr(config, f.name) >= 0}
-    changes.update(SMOKE_OVERRIDES.get(chapter, {}))
-    return replace(config, **changes)
-
-
 @dataclass(frozen=True)
 class ChapterScales(Generic[T]):
     """One chapter's configuration at every scale; the same code path runs at each.
@@ -237,11 +195,13 @@ class ChapterScales(Generic[T]):
 
     def for_scale(self, scale: str) -> T:
         """The config of ``scale`` (one of :data:`SCALES`); in a paper smoke run (:func:`paper_smoke`)
-        the paper config with its counts shrunk (:func:`smoke_config`)."""
+        the paper config with its counts shrunk (:func:`lib.smoke.smoke_config`)."""
         if scale not in SCALES:
             raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
         if scale == "paper" and paper_smoke():
-            return smoke_config(self.paper, self.chapter)
+            from lib.smoke import smoke_config
+
+            return smoke_config(self.paper, self.chapter, self.quick)
         return getattr(self, scale)
 
     @property

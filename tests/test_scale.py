@@ -2,7 +2,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from lib import scale
+from lib import scale, smoke
 
 
 @dataclass(frozen=True)
@@ -272,66 +272,25 @@ def test_paper_smoke_switch(monkeypatch):
             scale.paper_smoke()
 
 
-def test_smoke_count_by_hand():
-    assert [scale.smoke_count(c) for c in (0, 1, 2, 3, 999, 1000, 1001, 2000, 2001, 4000, 20000)] == \
-        [0, 1, 2, 2, 2, 2, 2, 2, 3, 4, 20]
-    counts = list(range(0, 5000, 7))
-    shrunk = [scale.smoke_count(c) for c in counts]
-    assert shrunk == sorted(shrunk) and all(s <= c for s, c in zip(shrunk, counts))  # monotone, never more
-    for bad in (-1, 1.5, True, "3"):
-        with pytest.raises(ValueError, match="^c \\(a count\\) must be an int >= 0, got"):
-            scale.smoke_count(bad)
-
-
 @dataclass(frozen=True)
-class Big:
+class Run:
     steps: int = 10000
-    check_step: int = 4000
-    n_seeds: int = 32
     width: int = 256
-    d: int = 30
-    lr: float = 0.01
-    flag: bool = True
-    schedule: tuple = ((0.1, 3000),)
-    n_recovery: int = 50
-    nets_per_config: int = 100
-    data: str = "mnist"
-
-
-def test_smoke_config_shrinks_counts_only(monkeypatch):
-    small = scale.smoke_config(Big())
-    assert small == Big(steps=10, check_step=4, n_seeds=2, n_recovery=2, nets_per_config=2)
-    monkeypatch.setitem(scale.SMOKE_OVERRIDES, "demo", {"schedule": ((0.1, 3),), "steps": 5})
-    assert scale.smoke_config(Big(), "demo") == Big(steps=5, check_step=4, n_seeds=2, n_recovery=2,
-                                                     nets_per_config=2, schedule=((0.1, 3),))
-    assert scale.smoke_config({"steps": 100}) == {"steps": 100}     # no dataclass: unchanged
-    assert scale.smoke_config(Big) is Big
-    with pytest.raises(TypeError, match="^chapter must be a str"):
-        scale.smoke_config(Big(), 3)
-
-
-def test_smoke_count_fields():
-    hit = ["steps", "normal_steps", "epochs", "n_seeds", "seeds", "trials", "bias_draws", "rn_sets",
-           "n5_restarts", "deep_runs", "nets", "w6_parents", "parity_copies", "table_finetune",
-           "n5_sample", "cnn_score_samples", "opt_evals", "sine_extra", "sine_cap", "xor_trained",
-           "opt_random_starts", "check_step", "early", "nets_per_config", "n_per_class",
-           "n_recovery", "n_general", "n_lemma21", "n_impostor", "n_fdim", "n_one_layer", "n_random",
-           "n_eval", "n_minimal", "n_two", "n_deep", "n_xor_deep"]
-    miss = ["n", "d", "N", "width", "batch", "n_train", "n_test", "n_classes", "stepsize", "epochs_x",
-            "in_ch", "m", "grid_n", "n_fdim_points", "cnn_batch", "sets_x", "xsteps", "points_per_stage"]
-    assert [f for f in hit if not scale.SMOKE_COUNT_FIELD.search(f)] == []
-    assert [f for f in miss if scale.SMOKE_COUNT_FIELD.search(f)] == []
 
 
 def test_chapter_scales_in_a_smoke_run(monkeypatch):
-    ch = scale.ChapterScales("demo", quick=Big(steps=1), full=Big(steps=2), paper=Big())
+    ch = scale.ChapterScales("demo", quick=Run(steps=1), full=Run(steps=2), paper=Run())
     monkeypatch.setenv("REPRO_SCALE", "paper")
-    assert ch.current == Big() and ch.for_scale("paper") == Big()
+    assert ch.current == Run() and ch.for_scale("paper") == Run()
     monkeypatch.setenv("REPRO_PAPER_SMOKE", "1")
-    assert ch.current == scale.smoke_config(Big()) == ch.for_scale("paper")
-    assert ch.for_scale("full") == Big(steps=2) and ch.paper == Big()  # only the paper config shrinks
+    assert ch.current == Run(steps=10) == ch.for_scale("paper") == smoke.smoke_config(Run())
+    assert ch.for_scale("full") == Run(steps=2) and ch.paper == Run()  # only the paper config shrinks
+    monkeypatch.setitem(smoke.SMOKE_OVERRIDES, "demo", {"steps": smoke.QUICK})
+    assert ch.current == Run(steps=1)                  # the chapter's key and its quick config reach lib.smoke
     text = scale.banner(ch)
-    assert text.startswith("PAPER-SMOKE RUN (REPRO_PAPER_SMOKE=1, a test of the code path, not a result)")
-    assert "nothing is saved under results/" in text and "steps=10," in text
+    assert text.startswith("PAPER-SMOKE RUN (REPRO_PAPER_SMOKE=1, a test of the code path, not a result): "
+                           "synthetic stand-ins for the downloads and a few steps; its numbers mean nothing and "
+                           "nothing is saved under results/.\nChapter 'demo': scale = 'paper'")
+    assert "Config: Run(steps=1, width=256)" in text
     monkeypatch.setenv("REPRO_PAPER_SMOKE", "0")
-    assert not scale.banner(ch).startswith("PAPER")
+    assert scale.banner(ch).startswith("Chapter 'demo': scale = 'paper'")
