@@ -369,7 +369,7 @@ def plane_losses(model, X, y, span: float = 1.0, resolution: int = 21, seed: int
     span, res = V.positive(span, "span"), V.positive_int(resolution, "resolution")
     gen = torch.Generator().manual_seed(V.seed(seed))
     m = model.n_skip[k]
-    theta = [W[k].detach() for W in model.weights] + [b[k].detach() for b in model.biases] + [model.V[k, :m].detach().T]
+    theta = [W[k].detach() for W in model.weights] + [b[k].detach() for b in model.biases] + ([model.V[k, :m].detach().T] if m else [])
     d1, d2 = filter_normalised_direction(theta, gen), filter_normalised_direction(theta, gen)
     grid = torch.linspace(-span, span, res, dtype=theta[0].dtype)
     A, B = (g.reshape(-1) for g in torch.meshgrid(grid, grid, indexing="ij"))
@@ -378,8 +378,8 @@ def plane_losses(model, X, y, span: float = 1.0, resolution: int = 21, seed: int
         for a, b in zip(A.split(64), B.split(64)):
             stack = [t + a.view(-1, *[1] * t.ndim) * u + b.view(-1, *[1] * t.ndim) * w for t, u, w in zip(theta, d1, d2)]
             hidden, out = _mlp_pass(stack[:L], stack[L:2 * L], X, model.act, model.gamma)
-            pool = torch.cat(hidden, 2)[:, :, model.skip_index[k, :m]]
-            out = out + pool @ stack[-1].transpose(1, 2)
+            if m:  # the plain net (no skip neurons) has no V
+                out = out + torch.cat(hidden, 2)[:, :, model.skip_index[k, :m]] @ stack[-1].transpose(1, 2)
             losses.append(_cross_entropy_per_model(out, y))
     return grid.numpy(), torch.cat(losses).reshape(res, res).numpy()
 

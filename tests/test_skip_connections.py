@@ -358,6 +358,17 @@ def test_plane_losses_centre_and_a_corner_equal_direct_evaluations():
     out, _ = reference_forward(model, X, 1)
     expected = float(torch.nn.functional.cross_entropy(torch.tensor(out), y))
     assert L[0, 3] == pytest.approx(expected, abs=1e-12)
+    # the plain model (no skip neurons): a plane in the base net's weights only
+    plain = SK.SkipMLP([5, 6, 3], [0], 0, "softplus", dtype=torch.float64)
+    grid, L0 = SK.plane_losses(plain, X, y, span=0.5, resolution=3, seed=4)
+    gen = torch.Generator().manual_seed(4)
+    th = [plain.weights[0][0], plain.weights[1][0], plain.biases[0][0], plain.biases[1][0]]
+    th = [t.detach() for t in th]
+    e1, e2 = SK.filter_normalised_direction(th, gen), SK.filter_normalised_direction(th, gen)
+    W1, W2 = (th[i] + 0.5 * e1[i] - 0.5 * e2[i] for i in range(2))
+    h = np_act(X.numpy() @ W1.numpy().T + th[2].numpy(), "softplus")
+    expected = float(torch.nn.functional.cross_entropy(torch.tensor(h @ W2.numpy().T + th[3].numpy()), y))
+    assert L0[2, 0] == pytest.approx(expected, abs=1e-12)
     with pytest.raises(ValueError, match="k \\(the model index\\)"):
         SK.plane_losses(model, X, y, k=2)
     with pytest.raises(ValueError, match="span"):
