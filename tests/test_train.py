@@ -311,3 +311,88 @@ def test_log_interval_and_bar_label_details(capsys):
     assert re.search(r"(^|\r)train: ", capsys.readouterr().err)
     with pytest.raises(ValueError, match=r"^params must be a non-empty iterable of tensors, got list \[\]$"):
         train.make_optimizer([])
+
+
+# --- REPRO_DEVICE (issue 22) ----------------------------------------------------------------------
+
+def _train_both(monkeypatch, device_env, device_arg):
+    """Train the same BatchedMLP with both trainers under REPRO_DEVICE=device_env, passing device_arg."""
+    if device_env is None:
+        monkeypatch.delenv("REPRO_DEVICE", raising=False)
+    else:
+        monkeypatch.setenv("REPRO_DEVICE", device_env)
+    X = torch.randn(40, 2, generator=torch.Generator().manual_seed(3))
+    y = (X[:, :1] * X[:, 1:] > 0).float() * 2 - 1
+    out = []
+    for kind in ("full", "mini"):
+        model = BatchedMLP([2, 6, 1], seeds=[1, 2, 3])
+        if kind == "full":
+            h = train.train_full_batch(model, X, y, train.logistic_per_model, 30, 0.3, momentum=0.5,
+                                       progress=False, device=device_arg)
+        else:
+            h = train.train_minibatch(model, X, y, train.mse_per_model, 3, 7, 0.05, seed=4, optimizer="adam",
+                                      progress=False, device=device_arg)
+        out.append((h.losses(), [p.detach().clone() for p in model.parameters()]))
+    return out
+
+
+def test_repro_device_cpu_and_auto_give_identical_quick_numbers(monkeypatch):
+    # "REPRO_DEVICE=cpu and auto give identical quick-scale numbers": bit for bit, for both trainers
+    ref = _train_both(monkeypatch, None, None)
+    for env, arg in (("auto", None), ("cpu", None), ("", None), ("auto", "cpu"), ("cpu", torch.device("cpu"))):
+        got = _train_both(monkeypatch, env, arg)
+        for (l0, p0), (l1, p1) in zip(ref, got):
+            assert np.array_equal(l0, l1)
+            assert all(torch.equal(a, b) for a, b in zip(p0, p1))
+    assert not np.array_equal(ref[0][0], ref[1][0])  # the two trainers did train (different losses)
+
+
+class _SpyMLP(BatchedMLP):
+    """Records every device it is moved to (``Module.to``)."""
+
+    def to(self, *args, **kwargs):
+        self.moves.append(torch.device(args[0]) if args else kwargs.get("device"))
+        return super().to(*args, **kwargs)
+
+
+@pytest.mark.parametrize("kind", ["full", "mini"])
+def test_trainers_move_the_model_to_the_device_and_back(monkeypatch, kind):
+    model = _SpyMLP([2, 3, 1], seeds=[0])
+    model.moves = []
+    X, y = torch.randn(5, 2), torch.randn(5, 1)
+    cpu = torch.device("cpu")
+    run = (lambda **kw: train.train_full_batch(model, X, y, train.mse_per_model, 2, 0.1, progress=False, **kw)) \
+        if kind == "full" else \
+        (lambda **kw: train.train_minibatch(model, X, y, train.mse_per_model, 2, 2, 0.1, progress=False, **kw))
+    run(device="cpu")
+    assert model.moves == [cpu, cpu]                  # to the training device, then home
+    model.moves = []
+    with pytest.raises(ValueError, match="^lr \\(the learning rate\\) must be"):
+        (train.train_full_batch(model, X, y, train.mse_per_model, 2, -1.0, progress=False) if kind == "full" else
+         train.train_minibatch(model, X, y, train.mse_per_model, 2, 2, -1.0, progress=False))
+    assert model.moves == [cpu, cpu]                  # home again after a failure too
+    model.moves = []
+    with pytest.raises(ValueError, match="^device must be one of \\('cpu', 'cuda', 'mps'\\)"):
+        run(device="gpu")
+    with pytest.raises(TypeError, match="^device must be None, a str or a torch.device, got"):
+        run(device=0)
+    assert model.moves == []                          # a bad device is refused before anything moves
+    monkeypatch.setenv("REPRO_DEVICE", "gpu")
+    with pytest.raises(ValueError, match="^REPRO_DEVICE must be one of"):
+        run()
+    monkeypatch.setattr(train, "as_device", lambda device: torch.device("meta"))
+    with pytest.raises(Exception):
+        run()  # the data and the model went to the (meta) device: nothing real can be trained there
+    assert model.moves == [torch.device("meta"), cpu]  # (a meta tensor has no values to copy home)
+
+
+def test_the_model_goes_home_to_where_it_was(monkeypatch):
+    model = _SpyMLP([2, 3, 1], seeds=[0])
+    model.moves = []
+    model.to("meta")
+    monkeypatch.setattr(train, "as_device", lambda device: torch.device("cpu"))
+    with pytest.raises(Exception):
+        train.train_full_batch(model, torch.randn(4, 2), torch.randn(4, 1), train.mse_per_model, 1, 0.1,
+                               progress=False)
+    assert model.moves[-1] == torch.device("meta")
+    assert train._home(torch.nn.ReLU()) == torch.device("cpu")  # no parameters: the CPU
