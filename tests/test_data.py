@@ -124,3 +124,57 @@ def test_cifar_archives_parse(tmp_path, name):
     assert split.y_train.dtype == torch.int64 and split.y_train.tolist()[:2] == [0, 1]
     assert float(split.X_train.max()) <= 1.0 and float(split.X_train.min()) >= 0.0
     assert split.name == name
+
+
+# --- paper smoke stand-ins (issue 22) ------------------------------------------------------------
+
+@pytest.mark.parametrize("name,shape,classes", [("mnist", (28, 28), 10), ("cifar10", (3, 32, 32), 10),
+                                                ("cifar100", (3, 32, 32), 100)])
+def test_smoke_stand_ins_have_the_shapes_of_the_real_sets(monkeypatch, name, shape, classes):
+    n_train, n_test, k, _ = data.SMOKE_SIZES[name]
+    assert k == classes
+    monkeypatch.setenv("REPRO_SCALE", "paper")
+    monkeypatch.setenv("REPRO_PAPER_SMOKE", "1")
+    monkeypatch.setattr(data, "fetch", lambda *a, **kw: pytest.fail("a smoke run must not download"))
+    split = data.load_online(name)
+    for X, y, per_class in ((split.X_train, split.y_train, n_train), (split.X_test, split.y_test, n_test)):
+        assert X.shape == (per_class * classes, *shape) and X.dtype == torch.float32
+        assert float(X.min()) >= 0 and float(X.max()) <= 1 and float(X.std()) > 0.2
+        assert y.dtype == torch.int64 and torch.equal(torch.bincount(y, minlength=classes),
+                                                      torch.full((classes,), per_class))
+        assert not torch.equal(y, torch.sort(y).values)  # shuffled, not sorted by class
+    assert split.name == f"{name} (smoke stand-in)"
+    again = data.smoke_online(name)
+    assert torch.equal(again.X_train, split.X_train) and torch.equal(again.y_test, split.y_test)  # seeded
+    assert not torch.equal(data.smoke_online(name, seed=1).X_train, split.X_train)
+
+
+def test_smoke_imdb_stand_in_is_reviews_of_sentences(monkeypatch):
+    monkeypatch.setenv("REPRO_SCALE", "paper")
+    monkeypatch.setenv("REPRO_PAPER_SMOKE", "1")
+    imdb = data.load_online("imdb")
+    n_train, n_test, k, _ = data.SMOKE_SIZES["imdb"]
+    assert sorted(imdb) == ["test", "train"]
+    for split, n in (("train", n_train * k), ("test", n_test * k)):
+        text, label = imdb[split]["text"], imdb[split]["label"]
+        assert len(text) == n and label.tolist() == [0, 1] * (n // 2)
+        assert all(isinstance(t, str) and t.count(".") == 4 and t.endswith("<br /><br />") for t in text)
+        words = {w.strip(".") for t in text for w in t.replace("<br /><br />", "").split()}
+        assert words <= set(data._SMOKE_WORDS) and len(words) > 10
+    from lib.mae import split_sentences
+
+    sentences = split_sentences(imdb["train"]["text"], 8)
+    assert len(sentences) == 4 * n_train * k and all(s[-1] == "." and 3 <= len(s) - 1 <= 8 for s in sentences)
+
+
+def test_smoke_online_bad_input():
+    with pytest.raises(ValueError, match="^name \\(the online data set\\) must be one of"):
+        data.smoke_online("svhn")
+    with pytest.raises(ValueError, match="seed"):
+        data.smoke_online("mnist", seed=-1)
+
+
+def test_smoke_switch_needs_the_paper_scale(monkeypatch):
+    monkeypatch.setenv("REPRO_PAPER_SMOKE", "1")  # at the quick scale of conftest
+    with pytest.raises(ValueError, match="is for REPRO_SCALE=paper only"):
+        data.load_online("mnist")  # the scale's own refusal comes first
