@@ -249,7 +249,7 @@ def as_float64_params(params, name: str = "params") -> list:
 
 def as_float64_inputs(X, d0: int) -> np.ndarray:
     """Validate an input batch of shape ``(n, d0)`` (n >= 1, finite) and return it as float64."""
-    return V.array(X, "X", shape=(None, d0))
+    return V.array(X, "X", shape=(None, V.positive_int(d0, "d0")))
 
 
 def check_leak(alpha) -> float:
@@ -258,7 +258,13 @@ def check_leak(alpha) -> float:
 
 
 def leaky_np(U: np.ndarray, alpha: float) -> np.ndarray:
-    """ReLU (``alpha = 0``) or leaky ReLU of a numpy array."""
+    """ReLU (``alpha = 0``) or leaky ReLU of a finite numpy array of any shape (empty gives empty),
+    as float64; ``alpha`` in [0, 1)."""
+    return _leaky(V.array(U, "U", nonempty=False), check_leak(alpha))
+
+
+def _leaky(U: np.ndarray, alpha: float) -> np.ndarray:
+    """:func:`leaky_np` without the argument checks (the forward passes below have checked them)."""
     return np.maximum(U, 0.0) if alpha == 0.0 else np.where(U >= 0, U, alpha * U)
 
 
@@ -269,7 +275,7 @@ def preactivations_f64(params, X, alpha: float = 0.0) -> list:
     for W, b in params[:-1]:
         U = Z @ W.T + b
         out.append(U)
-        Z = leaky_np(U, alpha)
+        Z = _leaky(U, alpha)
     return out
 
 
@@ -278,7 +284,7 @@ def forward_f64(params, X, alpha: float = 0.0) -> np.ndarray:
     params, alpha = as_float64_params(params), check_leak(alpha)
     Z = as_float64_inputs(X, params[0][0].shape[1])
     for W, b in params[:-1]:
-        Z = leaky_np(Z @ W.T + b, alpha)
+        Z = _leaky(Z @ W.T + b, alpha)
     W, b = params[-1]
     return Z @ W.T + b
 
