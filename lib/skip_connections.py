@@ -235,7 +235,7 @@ def accuracy(model, X, y, chunk: int = 1024) -> np.ndarray:
     """Fraction of rows of ``X`` whose arg-max logit is the label, one per model: shape ``(n_models,)``.
     Evaluated ``chunk`` rows at a time (a paper-scale CNN cannot hold 55,000 images' features at once)."""
     _check_model(model)
-    y = V.labels(V.tensor(y, "y", floating=False), "y")
+    y = V.labels(V.tensor(y, "y", floating=False), "y", model.V.shape[2])
     X = V.tensor(X, "X", floating=True)
     with torch.no_grad():
         pred = torch.cat([model(Xc).argmax(2) for Xc in X.split(V.positive_int(chunk, "chunk"))], 1)
@@ -315,6 +315,7 @@ def psi_ranks(model, X) -> list:
     by the Numerical-Recipes rule (:func:`lib.landscape.nr_rank`), computed in the model's dtype and then
     float64 (Lemma 4.3.2: rank N almost surely once ``n_skip >= N``)."""
     _check_model(model)
+    X = V.tensor(X, "X", floating=True)
     with torch.no_grad():
         psi = model.psi(X).double().cpu().numpy()
     return [nr_rank(psi[k][:, :model.n_skip[k]]) if model.n_skip[k] else (0, np.zeros(0)) for k in range(psi.shape[0])]
@@ -325,6 +326,7 @@ def exact_readout(model, X, y) -> np.ndarray:
     minimum-norm solution of ``Psi V = Y - (base output)``, ``Y`` the one-hot labels, in float64; returns
     the relative residual ``||Psi V - R||_F / ||R||_F`` per model (0 up to rounding when rank Psi = N)."""
     _check_model(model)
+    X = V.tensor(X, "X", floating=True)
     y = V.labels(V.tensor(y, "y", floating=False), "y", model.V.shape[2])
     res = []
     with torch.no_grad():
@@ -364,7 +366,7 @@ def plane_losses(model, X, y, span: float = 1.0, resolution: int = 21, seed: int
     one stack of networks. Returns ``(grid, losses)`` with ``losses[i, j]`` at ``(a, b) = (grid[i], grid[j])``."""
     V.instance(model, "model", SkipMLP, "a SkipMLP")
     k = V.integer(k, "k (the model index)", min=0, max=model.V.shape[0] - 1)
-    X = model._input(X)
+    X = model._input(V.tensor(X, "X", floating=True))
     y = V.labels(V.tensor(y, "y", floating=False), "y", model.V.shape[2], n=X.shape[0])
     span, res = V.positive(span, "span"), V.positive_int(resolution, "resolution")
     gen = torch.Generator().manual_seed(V.seed(seed))

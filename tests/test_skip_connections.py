@@ -520,3 +520,14 @@ def test_hidden_returns_every_layer():
     assert torch.equal(model.psi(X)[1], pool[1][:, model.skip_index[1]])
     h1 = 1 / (1 + torch.exp(-(X @ model.weights[0][0].T + model.biases[0][0])))
     assert torch.allclose(hidden[0][0], h1, atol=1e-14)
+
+
+def test_empty_inputs_and_labels_beyond_the_outputs_are_refused():
+    X, y = data(n=6)
+    model = SK.SkipMLP([5, 4, 3], [0], 3, dtype=torch.float64)
+    for fn in (SK.psi_ranks, lambda m, X: SK.exact_readout(m, X, y), lambda m, X: SK.plane_losses(m, X, y)):
+        with pytest.raises(ValueError, match="X must be non-empty"):
+            fn(model, X[:0])
+    with pytest.raises(ValueError, match="y must be class indices >= 0 and < 3"):
+        SK.accuracy(model, X, y + 3)
+
