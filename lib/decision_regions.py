@@ -14,7 +14,7 @@ membership (:func:`region_grid`, strict inequality as in Def. 5.2.1), connected 
 disconnected, since an edge component may join another outside the window. :func:`bend_window`
 gives, for a one-hidden-layer width-2 net in the plane, a window in which the region's connectivity is
 exact. :func:`islands` and :func:`xor_margin` are the 2-D data sets of the spec's D3 (ours: the thesis
-does not give its data), :func:`train_nets` trains many small leaky-ReLU nets of different widths at once.
+does not give its data), :func:`bands54` the distribution of Example (5.4), :func:`train_nets` trains many small leaky-ReLU nets of different widths at once.
 
 Conventions as in ``lib.nets``: a network is a list of ``(W, b)`` with ``W`` of shape ``(d_out, d_in)``;
 the thesis' ``W_l`` is the transpose of ours.
@@ -270,6 +270,20 @@ def xor_margin(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
         out = np.vstack([out, X[np.minimum(np.abs(X[:, 0]), np.abs(X[:, 1])) > 0.5]])
     out = out[:n]
     return out, (out[:, 0] * out[:, 1] > 0).astype(np.int64)
+
+
+def bands54(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """The distribution of Example (5.4) / Fig. 5.3: ``n // 2`` "blue" points (label 1, as in :func:`islands`)
+    uniform on ``x_1 in [-2, -1] u [1, 2]``, the rest "red" (label 0) uniform on ``x_1 in [-1, 1]``, all with ``x_2`` uniform
+    on ``[-1/2, 1/2]`` (equal class sizes: the thesis does not give its priors)."""
+    n, rng = V.integer(n, "n", min=2), np.random.default_rng(V.seed(seed))
+    n_blue = n // 2
+    x1 = np.concatenate([rng.uniform(1.0, 2.0, n_blue) * rng.choice([-1.0, 1.0], n_blue),
+                         rng.uniform(-1.0, 1.0, n - n_blue)])
+    X = np.column_stack([x1, rng.uniform(-0.5, 0.5, n)])
+    y = np.concatenate([np.ones(n_blue, np.int64), np.zeros(n - n_blue, np.int64)])
+    order = rng.permutation(n)
+    return X[order], y[order]
 
 
 def _padded(params, widths):

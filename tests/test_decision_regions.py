@@ -365,6 +365,26 @@ def test_islands_and_xor_margin():
             fn(5, seed=-1)
 
 
+def test_bands54():
+    X, y = DR.bands54(401, seed=2)
+    assert X.shape == (401, 2) and y.dtype == np.int64 and (y == 1).sum() == 200
+    blue, red = X[y == 1], X[y == 0]
+    assert ((np.abs(blue[:, 0]) >= 1) & (np.abs(blue[:, 0]) <= 2)).all() and (np.abs(red[:, 0]) <= 1).all()
+    assert (np.abs(X[:, 1]) <= 0.5).all() and X[:, 1].min() < -0.45 and X[:, 1].max() > 0.45
+    assert 60 < (blue[:, 0] > 0).sum() < 140 and red[:, 0].min() < -0.9 and red[:, 0].max() > 0.9
+    assert 0 < y[:200].sum() < 200  # shuffled
+    assert DR.bands54(3)[1].sum() == 1
+    assert np.array_equal(DR.bands54(401, seed=2)[0], X)
+    assert DR.bands54(2)[1].tolist() in ([0, 1], [1, 0])
+    with pytest.raises(ValueError, match="n"):
+        DR.bands54(1)
+    with pytest.raises(ValueError, match="seed"):
+        DR.bands54(5, seed=1.5)
+    # the example's own network labels this data: blue region = {|x1| > 1} holds every blue point
+    ex = DR.example_54()
+    assert DR.region_masks(ex.params, blue, ex.alpha)[:, 0].all()
+
+
 def reference_sgd(X, y, hidden, seed, alpha, epochs, lr, momentum, batch_size, halve_every, order_seed):
     """A plain loop: the same init, SGD with momentum (torch's update rule) and the halving schedule."""
     from lib.nets import init_mlp
