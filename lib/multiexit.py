@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from lib import validate as V
-from lib.scale import ChapterScales
+from lib.scale import ChapterScales, as_device
 
 TEACHER_SETS = ("last", "later")
 
@@ -464,7 +464,10 @@ def train_multiexit(model: MultiExitCNN, X, y, distill, cfg: MultiExitConfig, *,
         raise ValueError(f"order_seeds needs one entry per model ({S}), got {len(order_seeds)}")
     gens = [torch.Generator().manual_seed(s) for s in order_seeds]
     rows = torch.arange(S)[:, None]
-    dev = next(model.parameters()).device  # CPU here; a GPU at paper scale (Colab)
+    # REPRO_DEVICE (lib.scale.current_device): the CPU at quick and full scale, CUDA at paper scale where
+    # there is one; the model goes back to where it was after training
+    dev, home = as_device(None), next(model.parameters()).device
+    model.to(dev)
     X, y = X.to(dev), y.to(dev)
     X_unl = None if X_unl is None else X_unl.to(dev)
     rows = rows.to(dev)
@@ -495,6 +498,7 @@ def train_multiexit(model: MultiExitCNN, X, y, distill, cfg: MultiExitConfig, *,
             bar.update()
         V.finite_loss(loss.detach(), f"{_ + 1} (epoch)", cfg.lr)  # the epoch's last batch
     bar.close()
+    model.to(home)
     model.eval()
     return annealer
 

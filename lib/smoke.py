@@ -39,6 +39,8 @@ SMOKE_OVERRIDES: dict = {
     "multi_exit": {"n_per_class": 3, "n_val_per_class": 1, "epochs": 1,
                    "data_sizes": (2, 3), "data_size_epochs": (1, 1)},
     "distillation": {"deep_steps": QUICK},
+    # IMDB (§4.6.3): the VAE and one MAE target, not four (each LSTM model decodes 2,000 sentences)
+    "mutual_autoencoder": {"imdb_targets": (5.0,)},
     # the region-finding grids up to 64 x 64 points (the paper's 512 and 1024 run the same code, 1M points)
     "local_linearity": {"grid_ps": (16, 32, 64)},
     # the recorded steps are range(0, early, 25) and range(early, steps + 1, 100): check_step among them

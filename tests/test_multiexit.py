@@ -316,3 +316,28 @@ def test_semi_supervised_training_weights_follow_eq_6_6(monkeypatch):
     seen.clear()
     me.train_multiexit(me.MultiExitCNN(seeds=[0, 1]), X, y, [True, True], cfg, progress=False)
     assert all(w is None for _, w in seen)  # fully supervised: the plain mean over the batch
+
+
+def test_training_moves_the_model_to_repro_device_and_back(monkeypatch):
+    """Issue 22: train_multiexit trains on lib.scale.as_device() (REPRO_DEVICE) and hands the model back
+    where it was; on this CPU REPRO_DEVICE=cpu and auto train bit-identical models."""
+    from dataclasses import replace
+
+    cfg = replace(me.CONFIGS.quick, epochs=1)
+    d = me.digits_protocol(cfg.n_per_class, cfg.n_val_per_class, seed=0)
+    X, y = d["train"][0][None].repeat(2, 1, 1, 1, 1), d["train"][1][None].repeat(2, 1)
+    params = {}
+    for env in ("auto", "cpu"):
+        monkeypatch.setenv("REPRO_DEVICE", env)
+        model = me.MultiExitCNN(seeds=[0, 1])
+        me.train_multiexit(model, X, y, [False, True], cfg, progress=False)
+        params[env] = [p.detach().clone() for p in model.parameters()]
+    assert all(torch.equal(a, b) for a, b in zip(params["auto"], params["cpu"]))
+    calls = []
+    monkeypatch.setattr(me, "as_device", lambda device: calls.append(device) or torch.device("cpu"))
+    moves = []
+    model = me.MultiExitCNN(seeds=[0, 1])
+    original = model.to
+    model.to = lambda *a, **kw: moves.append(torch.device(a[0])) or original(*a, **kw)
+    me.train_multiexit(model, X, y, [False, True], cfg, progress=False)
+    assert calls == [None] and moves == [torch.device("cpu"), torch.device("cpu")] and not model.training
