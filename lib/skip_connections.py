@@ -367,7 +367,7 @@ def plane_losses(model, X, y, span: float = 1.0, resolution: int = 21, seed: int
     V.instance(model, "model", SkipMLP, "a SkipMLP")
     k = V.integer(k, "k (the model index)", min=0, max=model.V.shape[0] - 1)
     X = model._input(V.tensor(X, "X", floating=True))
-    y = V.labels(V.tensor(y, "y", floating=False), "y", model.V.shape[2], n=X.shape[0])
+    y = V.labels(V.tensor(y, "y", floating=False, ndim=1), "y", model.V.shape[2], n=X.shape[0])
     span, res = V.positive(span, "span"), V.positive_int(resolution, "resolution")
     gen = torch.Generator().manual_seed(V.seed(seed))
     m = model.n_skip[k]

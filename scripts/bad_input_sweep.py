@@ -46,6 +46,7 @@ MODULES = ("boolean", "boolean_families", "distill", "equivalence", "nets", "tra
            "annulus",
            "annulus_training",
            "linear_regions",
+           "skip_connections",
            )
 NAN = float("nan")
 INF = float("inf")
@@ -228,6 +229,9 @@ def _specs():
     Xs = lambda: torch.randn(8, 2, 3, generator=torch.Generator().manual_seed(0), dtype=torch.float64).float()
     ys = lambda: torch.tensor([[1.0, 1.0]] * 4 + [[-1.0, -1.0]] * 4)
     net1d = lambda: E.random_network([1, 3, 1], seed=0)
+    skm = lambda: lib["skip_connections"].SkipMLP([2, 4, 3, 3], [0, 1], 3)
+    skc = lambda: lib["skip_connections"].SkipCNN((("conv", 2, 3, 1), ("pool",), ("fc", 3)), (1, 8, 8), 3, 0, 4)
+    yt8 = lambda: torch.arange(8) % 3
     C, NI, SE, RA, RE = "count", "nonneg_int", "seed", "rate", "real"
     A, TA = "array", "array"
 
@@ -536,6 +540,31 @@ def _specs():
         ("linear_regions", "grid_pattern_count", lambda: dict(params=(net_np(), "params"), box=((-1.0, 1.0, -1.0, 1.0), "list"), p=(5, C),
                                                                alpha=(0.0, "slope"))),
         ("linear_regions", "zero_sets_2d", lambda: dict(regions=(lib["linear_regions"].regions_2d(net_np(), (-1, 1, -1, 1)), "list"), layer=(1, C))),
+        # skip_connections (chapter 10, part C)
+        ("skip_connections", "vgg_layers", lambda: dict(depth=(11, "choice"), mp2conv=(False, None), fc=(128, C))),
+        ("skip_connections", "activation", lambda: dict(z=(Xt(), "elementwise"), name=("sigmoid", "choice"), gamma=(20.0, RA))),
+        ("skip_connections", "he_truncated_normal", lambda: dict(shape=((3, 4), None), fan_in=(4, C), gen=(torch.Generator().manual_seed(0), None))),
+        ("skip_connections", "SkipMLP", lambda: dict(widths=([2, 4, 3, 3], "widths"), seeds=([0, 1], "list"), n_skip=(3, NI),
+                                                      activation=("sigmoid", "choice"), gamma=(20.0, RA))),
+        ("skip_connections", "SkipMLP.forward", lambda: dict(self=(skm(), None), X=(Xt(), "batch"))),
+        ("skip_connections", "SkipMLP.psi", lambda: dict(self=(skm(), None), X=(Xt(), "batch"))),
+        ("skip_connections", "SkipMLP.hidden", lambda: dict(self=(skm(), None), X=(Xt(), "batch"))),
+        ("skip_connections", "SkipCNN", lambda: dict(layers=((("conv", 2, 3, 1), ("pool",), ("fc", 3)), "list"), in_shape=((1, 8, 8), "list"),
+                                                      n_out=(3, C), seed=(0, SE), n_skip=(4, NI), activation=("softplus", "choice"), gamma=(20.0, RA))),
+        ("skip_connections", "SkipCNN.forward", lambda: dict(self=(skc(), None), X=(Ximg(), "batch"))),
+        ("skip_connections", "accuracy", lambda: dict(model=(skm(), "model"), X=(Xt(), A), y=(yt8(), "labels"), chunk=(4, C))),
+        ("skip_connections", "random_shift", lambda: dict(X=(Ximg(), A), max_shift=(1, NI), gen=(torch.Generator().manual_seed(0), None))),
+        ("skip_connections", "train_sgd", lambda: dict(model=(skm(), "model"), X=(Xt(), A), y=(yt8(), "labels"), epochs=(1, C), batch_size=(4, C),
+                                                        lr=(0.1, RA), seed=(0, SE), train=("all", "choice"), momentum=(0.9, "fraction"),
+                                                        nesterov=(True, None), milestones=((0.5, 0.75), "list"), track_accuracy=(False, None))),
+        ("skip_connections", "psi_ranks", lambda: dict(model=(skm(), "model"), X=(Xt(), A))),
+        ("skip_connections", "exact_readout", lambda: dict(model=(skm(), "model"), X=(Xt(), A), y=(yt8(), "labels"))),
+        ("skip_connections", "filter_normalised_direction", lambda: dict(params=([torch.ones(3, 2), torch.ones(3)], "list"),
+                                                                          gen=(torch.Generator().manual_seed(0), None))),
+        ("skip_connections", "plane_losses", lambda: dict(model=(skm(), "model"), X=(Xt(), A), y=(yt8(), "labels"), span=(1.0, RA),
+                                                           resolution=(3, C), seed=(0, SE), k=(1, NI))),
+        ("skip_connections", "check_paper_config_step", lambda: dict(layers=((("conv", 2, 3, 1), ("fc", 3)), "list"), in_shape=((1, 4, 4), "list"),
+                                                                      n_out=(3, C), n_skip=(4, NI), batch=(2, C), seed=(0, SE))),
         # data
         ("data", "synthetic_2d", lambda: dict(kind=("xor", "choice"), n=(20, C), seed=(0, SE), noise=(0.1, "nonneg"), test_fraction=(0.5, "fraction"))),
         ("data", "load_digits_split", lambda: dict(classes=([0, 1], "list"), test_fraction=(0.25, "fraction"), seed=(0, SE))),

@@ -530,4 +530,5 @@ def test_empty_inputs_and_labels_beyond_the_outputs_are_refused():
             fn(model, X[:0])
     with pytest.raises(ValueError, match="y must be class indices >= 0 and < 3"):
         SK.accuracy(model, X, y + 3)
-
+    with pytest.raises(ValueError, match="y must be an array with 1 dimensions"):
+        SK.plane_losses(model, X, y[None])
