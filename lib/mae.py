@@ -343,6 +343,14 @@ def _per_model(name, values, n):
     return values
 
 
+def _targets_and_weights(targets, C, n):
+    """Per-model MI targets (``None``: a plain VAE) and penalty weights, each checked to be finite and
+    >= 0 (:func:`train_mae` and :func:`training_objective`)."""
+    targets = [None if m is None else V.nonnegative(m, "targets[i] (an MI target M)")
+               for m in _per_model("targets", targets, n)]
+    return targets, [V.nonnegative(c, "C[i] (a penalty weight)") for c in _per_model("C", C, n)]
+
+
 def _clip_per_model(params, max_norm):
     """Rescale the gradients of each model (leading dim of every parameter) to norm <= max_norm."""
     grads = [p.grad for p in params if p.grad is not None]
@@ -365,10 +373,7 @@ def train_mae(model, targets, C=1.0, steps: int = 1000, lr: float = 1e-3, lr_r: 
     """
     V.instance(model, "model", (NormalMAE, FiniteMAE, SequenceMAE))
     n = model.n_models
-    targets = _per_model("targets", targets, n)
-    Cs = _per_model("C", C, n)
-    targets = [None if m is None else V.nonnegative(m, "targets[i] (an MI target M)") for m in targets]
-    Cs = [V.nonnegative(c, "C[i] (a penalty weight)") for c in Cs]
+    targets, Cs = _targets_and_weights(targets, C, n)
     lr, seed = V.positive(lr, "lr"), V.seed(seed)
     if lr_r is not None:
         lr_r = V.positive(lr_r, "lr_r")
@@ -376,10 +381,6 @@ def train_mae(model, targets, C=1.0, steps: int = 1000, lr: float = 1e-3, lr_r: 
     if clip is not None:
         clip = V.positive(clip, "clip")
     anneal = V.real(anneal, "anneal", min=0.0, max=1.0)
-    if any(m is not None and (not np.isfinite(m) or m < 0) for m in targets):
-        raise ValueError(f"MI targets M must be finite and >= 0 (or None for a VAE), got {targets}")
-    if any(not np.isfinite(c) or c < 0 for c in Cs):
-        raise ValueError(f"penalty weights C must be finite and >= 0, got {Cs}")
     if not isinstance(steps, int) or steps < 1 or not isinstance(batch, int) or batch < 1:
         raise ValueError(f"steps and batch must be positive ints, got {steps!r}, {batch!r}")
     if (clip is not None and not clip > 0) or not 0 <= anneal <= 1:
@@ -420,10 +421,8 @@ def restart_seeds(seeds, rows: int, restarts: int) -> list[int]:
 
     Restart 0 is the seed itself, so ``restarts=1`` gives the one-run layout. Chapter 03, normal example.
     """
-    if not isinstance(rows, int) or rows < 1 or not isinstance(restarts, int) or restarts < 1:
-        raise ValueError(f"rows and restarts must be positive ints, got {rows!r}, {restarts!r}")
-    if any(int(s) < 0 for s in seeds):
-        raise ValueError(f"seeds must be non-negative, got {seeds!r}")
+    rows, restarts = V.positive_int(rows, "rows"), V.positive_int(restarts, "restarts")
+    seeds = [V.seed(s, "seeds[i]") for s in V.sequence(seeds, "seeds")]
     return [int(s) + RESTART_SEED_STEP * r for s in seeds for _ in range(rows) for r in range(restarts)]
 
 
@@ -434,10 +433,9 @@ def training_objective(model, targets, C=1.0, n_samples: int = 20000, seed: int 
     Chapter 03 keeps, of the restarts of one (seed, target), the run with the lower objective: a run
     stalled at an uninformative code pays ``C |Î - M|`` and loses to one that met its target.
     """
-    targets = _per_model("targets", targets, model.n_models)
-    Cs = _per_model("C", C, model.n_models)
-    if not isinstance(n_samples, int) or n_samples < 1:
-        raise ValueError(f"n_samples must be a positive int, got {n_samples!r}")
+    V.instance(model, "model", (NormalMAE, FiniteMAE, SequenceMAE))
+    targets, Cs = _targets_and_weights(targets, C, model.n_models)
+    n_samples, seed = V.positive_int(n_samples, "n_samples"), V.seed(seed)
     gen = torch.Generator().manual_seed(int(seed))
     elbo = model.elbo(n_samples, gen).double().numpy()
     m = gaussian_entropy(model.latent_dim) + model.expected_log_r(n_samples, gen).double().numpy()
@@ -447,8 +445,9 @@ def training_objective(model, targets, C=1.0, n_samples: int = 20000, seed: int 
 
 def best_of_restarts(objective, restarts: int) -> np.ndarray:
     """Index of the lowest ``objective`` in each consecutive group of ``restarts`` models."""
-    objective = np.asarray(objective, dtype=float)
-    if not isinstance(restarts, int) or restarts < 1 or objective.ndim != 1 or objective.size % restarts:
+    objective = V.array(objective, "objective", ndim=1)
+    restarts = V.positive_int(restarts, "restarts")
+    if objective.size % restarts:
         raise ValueError(f"need a 1-D objective whose length is a multiple of restarts={restarts!r}, "
                          f"got shape {objective.shape}")
     groups = objective.reshape(-1, restarts)
@@ -929,6 +928,10 @@ class SequenceMAE(torch.nn.Module):
 
 def decode_tokens(row, vocab) -> str:
     """Token ids up to ``<eos>`` as a space-separated sentence (the reconstruction tables of §4.6.3)."""
+    vocab = V.sequence(vocab, "vocab")
+    row = V.array(row, "row", ndim=1, integer=True)
+    if row.min() < 0 or row.max() >= len(vocab):
+        raise ValueError(f"row must hold token ids in [0, {len(vocab)}) (the vocabulary's size), got {row.tolist()}")
     words = []
     for t in row.tolist():
         if t in (EOS, PAD):
@@ -943,6 +946,9 @@ def sequence_reconstruction_rates(model: SequenceMAE, x, seed: int = 0, greedy: 
     of exact reconstructions and of position-wise matching words (over the longer sentence)."""
     V.instance(model, "model", SequenceMAE)
     V.tensor(x, "x", floating=False, ndim=2)
+    if x.min() < 0 or x.max() >= model.vocab_size:
+        raise ValueError(f"x must hold token ids in [0, {model.vocab_size}) (the model's vocabulary), "
+                         f"got ids from {int(x.min())} to {int(x.max())}")
     seed = V.seed(seed)
     gen = torch.Generator().manual_seed(int(seed))
     y = model.sample_x(model.encode_sample(x, gen), gen, greedy=greedy)

@@ -377,16 +377,16 @@ def test_best_of_restarts_and_restart_seeds():
         assert keep.tolist() == brute
     with pytest.raises(ValueError, match="multiple"):
         mae.best_of_restarts(np.zeros(5), 2)
-    with pytest.raises(ValueError, match="multiple"):
+    with pytest.raises(ValueError, match="restarts must be"):
         mae.best_of_restarts(np.zeros(4), 0)
     assert mae.restart_seeds([7, 1007], rows=3, restarts=1) == [7, 7, 7, 1007, 1007, 1007]
     two = mae.restart_seeds([7, 1007], rows=2, restarts=2)
     assert two == [7, 7 + mae.RESTART_SEED_STEP, 7, 7 + mae.RESTART_SEED_STEP,
                    1007, 1007 + mae.RESTART_SEED_STEP, 1007, 1007 + mae.RESTART_SEED_STEP]
     assert mae.RESTART_SEED_STEP > 1000 * 999  # no restart seed equals a run seed of REPRO_SEED < 1000
-    with pytest.raises(ValueError, match="positive"):
+    with pytest.raises(ValueError, match="restarts must be an int >= 1"):
         mae.restart_seeds([0], rows=1, restarts=0)
-    with pytest.raises(ValueError, match="non-negative"):
+    with pytest.raises(ValueError, match=r"seeds\[i\] must be"):
         mae.restart_seeds([-1], rows=1, restarts=1)
 
 
