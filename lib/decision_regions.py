@@ -173,23 +173,28 @@ def region_grid(params, box, res: int, alpha: float, tol: float = 1e-9) -> np.nd
 
 def components(mask, connectivity: int = 8) -> tuple[int, int, np.ndarray]:
     """Connected components of a boolean 2-D mask (``scipy.ndimage.label``). Returns ``(n_total,
-    n_edge_free, labels)``; a component is edge-free when none of its pixels lies on the mask's border,
-    and only those certify that a region is disconnected (a component touching the border of the window
-    may join another one outside it; spec Pitfall 6).
+    n_edge_free, labels)``.
 
-    ``connectivity``: 8 (default) joins diagonal neighbours, 4 does not. A grid cuts the tip of an acute
-    corner of a region into isolated pixels; with 4-connectivity these are spurious edge-free components
-    (measured in the chapter), with 8-connectivity two pieces merge only across a gap narrower than a
-    grid cell, so 8 is the conservative choice for *certifying* a disconnection."""
+    A component is *edge-free* when none of its pixels lies on the mask's border **and** it contains at
+    least one whole grid cell (a 2 x 2 block of its pixels). Only such pieces certify that a region is
+    disconnected: a piece touching the border of the window may join another one outside it (spec
+    Pitfall 6), and a piece without a whole cell is a region thinner than the grid's spacing, which the grid
+    samples as a broken chain of pixels (the tip of a sharp corner, a sliver between two nearly parallel
+    boundaries).
+
+    ``connectivity``: 8 (default) joins diagonal neighbours, 4 does not. Two pieces of one region merge
+    under 8 only across a gap narrower than a grid cell, so 8 is the conservative choice for certifying a
+    disconnection; 4 splits the broken chains of thin parts into more pieces (measured in the chapter)."""
     mask = V.array(mask, "mask", ndim=2, dtype=None)
     if mask.dtype != bool:
         raise V.ArgumentTypeError(f"mask must be a boolean array, got dtype {mask.dtype}")
     connectivity = V.choice(connectivity, "connectivity", (4, 8))
     structure = np.ones((3, 3), bool) if connectivity == 8 else None
     labels, n = ndimage.label(mask, structure=structure)
-    border = np.unique(np.concatenate([labels[0], labels[-1], labels[:, 0], labels[:, -1]]))
-    n_edge = int(np.count_nonzero(border))
-    return int(n), int(n) - n_edge, labels
+    border = np.concatenate([labels[0], labels[-1], labels[:, 0], labels[:, -1]])
+    cell = mask[:-1, :-1] & mask[1:, :-1] & mask[:-1, 1:] & mask[1:, 1:]
+    whole = np.setdiff1d(labels[:-1, :-1][cell], border)
+    return int(n), int(whole.size), labels
 
 
 def component_counts(params, box, res: int, alpha: float, tol: float = 1e-9,

@@ -197,7 +197,8 @@ def test_region_grid_layout():
 
 
 def flood_components(mask, connectivity):
-    """Brute force: a breadth-first flood fill; returns (n_total, n_edge_free)."""
+    """Brute force: a breadth-first flood fill; returns (n_total, n_edge_free) where an edge-free piece
+    must also hold a whole 2 x 2 cell of its own pixels."""
     h, w = mask.shape
     seen = np.zeros_like(mask)
     steps = [(1, 0), (-1, 0), (0, 1), (0, -1)]
@@ -208,16 +209,18 @@ def flood_components(mask, connectivity):
         for j in range(w):
             if mask[i, j] and not seen[i, j]:
                 total += 1
-                queue, seen[i, j], edge = [(i, j)], True, False
+                queue, seen[i, j], edge, pixels = [(i, j)], True, False, set()
                 while queue:
                     a, b = queue.pop()
+                    pixels.add((a, b))
                     edge |= a in (0, h - 1) or b in (0, w - 1)
                     for da, db in steps:
                         p, q = a + da, b + db
                         if 0 <= p < h and 0 <= q < w and mask[p, q] and not seen[p, q]:
                             seen[p, q] = True
                             queue.append((p, q))
-                edge_free += not edge
+                whole = any({(a + 1, b), (a, b + 1), (a + 1, b + 1)} <= pixels for a, b in pixels)
+                edge_free += (not edge) and whole
     return total, edge_free
 
 
@@ -227,28 +230,39 @@ def test_components_by_hand():
     m[0, :] = True          # the top edge
     m[6, 6] = True          # a corner pixel
     m[5, 0] = True          # an edge pixel
-    m[1, 5] = True          # touches the top row only diagonally... and vertically: row 0 is full
+    m[1, 5] = True          # joins the top row
     n, free, labels = DR.components(m, 4)
     assert (n, free) == (4, 1)
     assert labels.shape == m.shape and labels[3, 3] > 0 and labels[3, 3] != labels[0, 0]
-    # a diagonal pair: two components in 4-connectivity, one in 8
+    # a diagonal chain: three pieces in 4-connectivity, one in 8; none holds a whole cell
     d = np.zeros((5, 5), bool)
     d[1, 1] = d[2, 2] = d[3, 1] = True
-    assert DR.components(d, 4)[:2] == (3, 3)
-    assert DR.components(d, 8)[:2] == (1, 1)
+    assert DR.components(d, 4)[:2] == (3, 0)
+    assert DR.components(d, 8)[:2] == (1, 0)
+    d[1:3, 1:3] = True      # now a whole cell
+    assert DR.components(d, 4)[:2] == (1, 1)
     assert DR.components(d)[:2] == (1, 1)  # 8 is the default
+    d[2, 3] = False
+    d[3, 3] = True          # joins only diagonally: a second piece in 4, without a cell
+    assert DR.components(d, 4)[:2] == (2, 1) and DR.components(d, 8)[:2] == (1, 1)
     # the last row and column count as edge
-    e = np.zeros((5, 6), bool)
-    e[4, 2] = e[2, 5] = e[2, 2] = True
+    e = np.zeros((6, 7), bool)
+    e[4:6, 2:4] = e[2:4, 5:7] = e[1:3, 1:3] = True
     assert DR.components(e, 4)[:2] == (3, 1)
+    # a line of pixels, however long, holds no cell; a 2 x 2 block does
+    line = np.zeros((5, 9), bool)
+    line[2, 1:8] = True
+    assert DR.components(line)[:2] == (1, 0)
+    line[3, 4:6] = True
+    assert DR.components(line)[:2] == (1, 1)
     assert DR.components(np.zeros((4, 4), bool))[:2] == (0, 0)
 
 
 @pytest.mark.parametrize("connectivity", [4, 8])
 def test_components_against_a_flood_fill(connectivity):
     rng = np.random.default_rng(3)
-    for _ in range(20):
-        m = rng.random((rng.integers(3, 15), rng.integers(3, 15))) < rng.uniform(0.2, 0.7)
+    for _ in range(30):
+        m = rng.random((rng.integers(3, 15), rng.integers(3, 15))) < rng.uniform(0.2, 0.8)
         assert DR.components(m, connectivity)[:2] == flood_components(m, connectivity)
 
 
