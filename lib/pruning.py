@@ -65,7 +65,10 @@ def wide_pruning_cell(n: int, width: int, parents: int, epochs: int, finetune_ep
 
 
 def best_cell_entry(cell: dict) -> tuple | None:
-    """The parent with the smallest pruned width (ties: most successful sub-networks), or None."""
+    """The parent with the smallest pruned width (ties: most successful sub-networks), or None.
+    ``cell``: a :func:`wide_pruning_cell` result, whose ``"per_parent"`` lists (pruned width, successes)."""
+    if not isinstance(cell, dict) or not isinstance(cell.get("per_parent"), list):
+        raise TypeError(f"cell must be a wide_pruning_cell result (a dict with a 'per_parent' list), got {cell!r:.80}")
     if not cell["per_parent"]:
         return None
     return min(cell["per_parent"], key=lambda e: (e[0], -e[1]))
