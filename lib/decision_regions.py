@@ -307,7 +307,7 @@ def train_nets(X, y, hidden, seeds, alpha: float = 0.1, epochs: int = 300, lr: f
     """Train ``M`` leaky-ReLU classifiers at once (one ``lib.nets.BatchedMLP``, float64): model ``i`` has
     hidden widths ``hidden[i]`` (a tuple; all of the same depth), is initialised like
     ``lib.nets.init_mlp([d, *hidden[i], K], seeds[i])`` and sees the data ``X[i]`` (``X``: ``(M, n, d)``,
-    ``y``: ``(M, n)`` integer labels in ``[0, K)``). Minibatch SGD with momentum on the cross-entropy, the
+    ``y``: ``(M, n)`` integer labels ``0..K-1``, every class present). Minibatch SGD with momentum on the cross-entropy, the
     learning rate halved every ``halve_every`` epochs (the thesis' Fig. 5.5 recipe); the narrower models
     are zero-padded, and their padding units get no gradient. Returns ``(nets, errors)``: the trained nets
     as float64 numpy ``(W, b)`` lists of their own widths, and each model's count of misclassified rows."""
@@ -315,8 +315,9 @@ def train_nets(X, y, hidden, seeds, alpha: float = 0.1, epochs: int = 300, lr: f
     y = V.array(y, "y", shape=(X.shape[0], X.shape[1]), integer=True)
     M, n, d = X.shape
     K = int(y.max()) + 1
-    if y.min() < 0 or K < 2:
-        raise V.ArgumentValueError(f"y must hold class indices >= 0 of at least 2 classes, got min {y.min()}, max {y.max()}")
+    if y.min() < 0 or K < 2 or np.unique(y).size != K:
+        raise V.ArgumentValueError(f"y must hold class indices 0..K-1, each of them at least once, K >= 2; got "
+                                   f"{np.unique(y).size} distinct values from {y.min()} to {y.max()}")
     hidden = [tuple(V.positive_int(w, "hidden[i][l]") for w in V.sequence(h, "hidden[i]", min_len=1))
               for h in V.sequence(hidden, "hidden", min_len=M)]
     if len(hidden) != M or len({len(h) for h in hidden}) != 1:

@@ -305,6 +305,14 @@ def layer_outputs(params, X, alpha: float = 0.2) -> list:
     return _outputs(params, X, _slope(alpha))[0]
 
 
+def _labels(y, m: int, N: int) -> np.ndarray:
+    """``y`` as a 1-D int64 array of ``N`` class indices in ``0..m-1`` (a ValueError naming ``y`` otherwise)."""
+    y = np.asarray(V.labels(y, "y", m, n=N), dtype=np.int64)
+    if y.ndim != 1:
+        raise V.ArgumentValueError(f"y must be a 1-D array of {N} labels, got shape {y.shape}")
+    return y
+
+
 def _ce(out, y):
     out = out - out.max(axis=1, keepdims=True)
     lse = np.log(np.exp(out).sum(axis=1))
@@ -315,7 +323,7 @@ def cross_entropy_loss(params, X, y, alpha: float = 0.2) -> float:
     """Mean cross-entropy (1.1) of a leaky-ReLU network (slope ``alpha``) on ``(X, y)``, float64."""
     params = as_float64_params(params)
     X = V.array(X, "X", ndim=2, shape=(None, params[0][0].shape[1]))
-    y = np.asarray(V.labels(y, "y", params[-1][0].shape[0], n=X.shape[0]), dtype=np.int64)
+    y = _labels(y, params[-1][0].shape[0], X.shape[0])
     return _ce(_outputs(params, X, _slope(alpha))[0][-1], y)
 
 
@@ -332,7 +340,7 @@ def train_ce_gd(params, X, y, alpha: float = 0.2, lr: float = 0.5, steps: int = 
     autograd). Returns ``(trained params, loss per step)``."""
     params = as_float64_params(params)
     X = V.array(X, "X", ndim=2, shape=(None, params[0][0].shape[1]))
-    y = np.asarray(V.labels(y, "y", params[-1][0].shape[0], n=X.shape[0]), dtype=np.int64)
+    y = _labels(y, params[-1][0].shape[0], X.shape[0])
     alpha, lr, steps = _slope(alpha), V.positive(lr, "lr"), V.positive_int(steps, "steps")
     ts = [torch.tensor(p, requires_grad=True) for layer in params for p in layer]
     Xt, yt = torch.tensor(X), torch.tensor(y)
@@ -357,7 +365,7 @@ def gradient_norm(params, X, y, alpha: float = 0.2) -> float:
     biases of a leaky-ReLU network (torch autograd, float64)."""
     params = as_float64_params(params)
     X = V.array(X, "X", ndim=2, shape=(None, params[0][0].shape[1]))
-    y = np.asarray(V.labels(y, "y", params[-1][0].shape[0], n=X.shape[0]), dtype=np.int64)
+    y = _labels(y, params[-1][0].shape[0], X.shape[0])
     alpha = _slope(alpha)
     ts = [torch.tensor(p, requires_grad=True) for layer in params for p in layer]
     Z = torch.tensor(X)
@@ -437,7 +445,7 @@ def _check_path_inputs(params_a, params_b, X, y, alpha):
                                    f"(Thm 3.4.9), got {widths}")
     X = V.array(X, "X", ndim=2, shape=(None, params_a[0][0].shape[1]))
     N = X.shape[0]
-    y = np.asarray(V.labels(y, "y", widths[-1], n=N), dtype=np.int64)
+    y = _labels(y, widths[-1], N)
     rank = nr_rank(X)[0]
     if rank < N:
         raise V.ArgumentValueError(f"X: rank X = {rank} < N = {N}; Thm 3.4.9 needs linearly independent "
@@ -586,7 +594,7 @@ def descent_path(params, X, y, alpha: float = 0.2, target: float = 1e-3, n_point
     params = as_float64_params(params)
     X = V.array(X, "X", ndim=2, shape=(None, params[0][0].shape[1]))
     m = params[-1][0].shape[0]
-    y = np.asarray(V.labels(y, "y", m, n=X.shape[0]), dtype=np.int64)
+    y = _labels(y, m, X.shape[0])
     alpha, target = _slope(alpha), V.positive(target, "target")
     n_points = V.integer(n_points, "n_points", min=2)
     if m < 2:

@@ -477,6 +477,8 @@ def test_train_nets_errors():
         DR.train_nets(Xb, np.zeros_like(yb), [(2,)], [0])
     with pytest.raises(ValueError, match="y must hold class indices"):
         DR.train_nets(Xb, yb - 1, [(2,)], [0])
+    with pytest.raises(ValueError, match="y must hold class indices 0..K-1, each of them at least once"):
+        DR.train_nets(Xb, yb * 2, [(2,)], [0])  # classes 0 and 2, no 1
     with pytest.raises(ValueError, match="hidden must give one tuple"):
         DR.train_nets(np.stack([X, X]), np.stack([y, y]), [(2,), (2, 2)], [0, 1])
     with pytest.raises(ValueError, match="hidden"):

@@ -527,3 +527,16 @@ def test_grad_sandwich_bounds_independently():
 def test_errors_name_the_argument(call, name):
     with pytest.raises(ValueError, match=name):
         call()
+
+
+@pytest.mark.parametrize("call", [
+    lambda y: LS.cross_entropy_loss(LS.init_net([2, 3, 2], 0), np.eye(2)[[0, 1, 0]], y),
+    lambda y: LS.gradient_norm(LS.init_net([2, 3, 2], 0), np.eye(2)[[0, 1, 0]], y),
+    lambda y: LS.train_ce_gd(LS.init_net([2, 3, 2], 0), np.eye(2)[[0, 1, 0]], y, steps=1),
+    lambda y: LS.straight_line_losses(LS.init_net([2, 3, 2], 0), LS.init_net([2, 3, 2], 1), np.eye(2)[[0, 1, 0]], y),
+])
+def test_labels_must_be_one_dimensional(call):
+    """y of shape (1, 1, N) passes lib.validate.labels (it checks the last axis): refused here by name."""
+    with pytest.raises(ValueError, match=r"y must be a 1-D array of 3 labels, got shape \(1, 1, 3\)"):
+        call(np.array([[[0, 1, 1]]]))
+    call(np.array([0, 1, 1]))  # the same labels as a 1-D vector are accepted
