@@ -51,6 +51,8 @@ MODULES = ("boolean", "boolean_families", "distill", "equivalence", "nets", "tra
            "annulus_training",
            "linear_regions",
            "skip_connections",
+           "landscape",
+           "decision_regions",
            )
 NAN = float("nan")
 INF = float("inf")
@@ -238,6 +240,15 @@ def _specs():
     skm = lambda: lib["skip_connections"].SkipMLP([2, 4, 3, 3], [0, 1], 3)
     skc = lambda: lib["skip_connections"].SkipCNN((("conv", 2, 3, 1), ("pool",), ("fc", 3)), (1, 8, 8), 3, 0, 4)
     yt8 = lambda: torch.arange(8) % 3
+    LS, DRM = lib["landscape"], lib["decision_regions"]
+    ls_X = lambda: LS.gaussian_points(3, 5, 0)           # rank X = N = 3 <= d = 5 (Thm 3.4.9)
+    ls_y = lambda: np.array([0, 1, 1])
+    ls_net = lambda s=0: LS.init_net([5, 4, 3, 2], s)   # strictly decreasing widths
+    ls_sig = lambda: LS.init_net([2, 4, 3, 2], 0)       # n_1 = 4 >= N = 3 (Lemma 2.4.9)
+    ls_img = lambda: np.random.default_rng(0).random((5, 64))
+    dr_net = lambda: [(np.array([[1.0, 0.5], [-0.3, 1.0]]), np.array([0.1, -0.2])),
+                      (np.array([[1.0, 2.0], [0.0, -1.0]]), np.array([0.5, 0.0]))]
+    dr_pts = lambda: np.random.default_rng(0).uniform(-2, 2, (6, 2))
     C, NI, SE, RA, RE = "count", "nonneg_int", "seed", "rate", "real"
     A, TA = "array", "array"
 
@@ -595,6 +606,62 @@ def _specs():
         ("skip_connections", "check_paper_config_step", lambda: dict(layers=((("conv", 2, 3, 1), ("fc", 3)), "list"), in_shape=((1, 4, 4), "list"),
                                                                       n_out=(3, C), n_skip=(4, NI), batch=(2, C), seed=(0, SE))),
         # data
+        # landscape (chapter 10, parts A and B)
+        ("landscape", "nr_rank", lambda: dict(A=(np.eye(3), A))),
+        ("landscape", "digits_data", lambda: dict(n=(20, C), noise_std=(0.01, "nonneg"), seed=(0, SE))),
+        ("landscape", "gaussian_points", lambda: dict(N=(4, C), d=(3, C), seed=(0, SE))),
+        ("landscape", "random_labels", lambda: dict(N=(4, C), m=(3, C), seed=(0, SE))),
+        ("landscape", "activate", lambda: dict(Z=(np.ones((2, 3)), "elementwise"), activation=("relu", "choice"), alpha=(0.1, "slope"))),
+        ("landscape", "random_features", lambda: dict(X=(ls_X(), A), width=(5, C), activation=("sigmoid", "choice"), seed=(0, SE),
+                                                       alpha=(0.1, "slope"))),
+        ("landscape", "exact_fit", lambda: dict(F=(ls_X(), A), Y=(np.eye(3)[:, :2], A))),
+        ("landscape", "triangular_features", lambda: dict(X=(ls_X(), A), a=(np.array([1.0, 0.3, 0.1, 0.2, 0.5]), A), scale=(10.0, RE),
+                                                           beta=(1.0, RE), activation=("relu", "choice"))),
+        ("landscape", "grad_sandwich", lambda: dict(params=(ls_sig(), "params"), X=(ls_X()[:, :2], A), Y=(np.ones((3, 2)), A), k=(1, C))),
+        ("landscape", "backprop_gradient", lambda: dict(params=(ls_sig(), "params"), X=(ls_X()[:, :2], A), Y=(np.ones((3, 2)), A), k=(1, NI))),
+        ("landscape", "tiny_cnn", lambda: dict(T1=(2, C), seed=(0, SE), T3=(3, C), n_out=(4, C), side=(8, C))),
+        ("landscape", "cnn_feature_ranks", lambda: dict(model=(LS.tiny_cnn(2, 0, 3, 4), "model"), X=(ls_img(), A))),
+        ("landscape", "train_square", lambda: dict(model=(LS.tiny_cnn(2, 0, 3, 4), "model"), X=(ls_img(), A), Y=(np.zeros((5, 4)), A),
+                                                    steps=(2, C), lr=(1e-3, RA))),
+        ("landscape", "layer_outputs", lambda: dict(params=(ls_net(), "params"), X=(ls_X(), A), alpha=(0.2, "slope"))),
+        ("landscape", "cross_entropy_loss", lambda: dict(params=(ls_net(), "params"), X=(ls_X(), A), y=(ls_y(), "labels"), alpha=(0.2, "slope"))),
+        ("landscape", "init_net", lambda: dict(widths=([5, 4, 2], "widths"), seed=(0, SE))),
+        ("landscape", "train_ce_gd", lambda: dict(params=(ls_net(), "params"), X=(ls_X(), A), y=(ls_y(), "labels"), alpha=(0.2, "slope"),
+                                                   lr=(0.1, RA), steps=(2, C))),
+        ("landscape", "gradient_norm", lambda: dict(params=(ls_net(), "params"), X=(ls_X(), A), y=(ls_y(), "labels"), alpha=(0.2, "slope"))),
+        ("landscape", "straight_line_losses", lambda: dict(params_a=(ls_net(), "params"), params_b=(ls_net(1), "params"), X=(ls_X(), A),
+                                                            y=(ls_y(), "labels"), alpha=(0.2, "slope"), n_points=(3, C))),
+        ("landscape", "yhat_scale", lambda: dict(m=(3, C), target=(0.1, RA))),
+        ("landscape", "sublevel_path_with_info", lambda: dict(params_a=(ls_net(), "params"), params_b=(ls_net(1), "params"), X=(ls_X(), A),
+                                                               y=(ls_y(), "labels"), alpha=(0.2, "slope"), points_per_stage=(3, C))),
+        ("landscape", "sublevel_path", lambda: dict(params_a=(ls_net(), "params"), params_b=(ls_net(1), "params"), X=(ls_X(), A),
+                                                     y=(ls_y(), "labels"), alpha=(0.2, "slope"), points_per_stage=(3, C))),
+        ("landscape", "rank_repair_path", lambda: dict(X=(ls_X(), A), W=(np.tile(ls_X()[:2], (3, 1)), A), b=(np.tile([0.1, -0.2], 3), A),
+                                                        Vout=(np.ones((2, 6)), A), alpha=(0.2, "slope"), seed=(0, SE), points_per_stage=(3, C))),
+        ("landscape", "descent_path", lambda: dict(params=(LS.init_net([5, 8, 2], 0), "params"), X=(ls_X(), A), y=(ls_y(), "labels"),
+                                                    alpha=(0.2, "slope"), target=(0.01, RA), n_points=(3, C))),
+        # decision_regions (chapter 10, part D)
+        ("decision_regions", "is_pyramidal", lambda: dict(widths=([2, 2, 2], "widths"))),
+        ("decision_regions", "theorem_523_conditions", lambda: dict(params=(dr_net(), "params"), alpha=(0.1, "slope"))),
+        ("decision_regions", "example_54", lambda: dict(alpha=(0.1, "slope"))),
+        ("decision_regions", "width3_disconnected", lambda: dict(alpha=(0.1, "slope"))),
+        ("decision_regions", "region_masks", lambda: dict(params=(dr_net(), "params"), X=(dr_pts(), A), alpha=(0.1, "slope"),
+                                                           tol=(1e-9, "nonneg"))),
+        ("decision_regions", "grid_points", lambda: dict(box=((-1, 1, -1, 1), "list"), res=(5, C))),
+        ("decision_regions", "region_grid", lambda: dict(params=(dr_net(), "params"), box=((-1, 1, -1, 1), "list"), res=(5, C),
+                                                          alpha=(0.1, "slope"), tol=(1e-9, "nonneg"))),
+        ("decision_regions", "components", lambda: dict(mask=(np.eye(4, dtype=bool), A), connectivity=(8, "choice"))),
+        ("decision_regions", "component_counts", lambda: dict(params=(dr_net(), "params"), box=((-1, 1, -1, 1), "list"), res=(5, C),
+                                                               alpha=(0.1, "slope"), tol=(1e-9, "nonneg"), connectivity=(8, "choice"))),
+        ("decision_regions", "agreement", lambda: dict(example=(DRM.example_53(), "model"), X=(dr_pts(), A))),
+        ("decision_regions", "bend_points", lambda: dict(params=(dr_net(), "params"), alpha=(0.1, "slope"))),
+        ("decision_regions", "bend_window", lambda: dict(params=(dr_net(), "params"), alpha=(0.1, "slope"), margin=(1.0, RA))),
+        ("decision_regions", "islands", lambda: dict(n=(10, C), seed=(0, SE))),
+        ("decision_regions", "xor_margin", lambda: dict(n=(10, C), seed=(0, SE))),
+        ("decision_regions", "bands54", lambda: dict(n=(10, C), seed=(0, SE))),
+        ("decision_regions", "train_nets", lambda: dict(X=(DRM.islands(20, 0)[0][None], A), y=(DRM.islands(20, 0)[1][None], "labels"),
+                                                         hidden=([(2,)], "list"), seeds=([0], "list"), alpha=(0.1, "slope"), epochs=(1, C),
+                                                         lr=(0.1, RA), momentum=(0.9, "fraction"), batch_size=(10, C), halve_every=(5, C))),
         ("data", "synthetic_2d", lambda: dict(kind=("xor", "choice"), n=(20, C), seed=(0, SE), noise=(0.1, "nonneg"), test_fraction=(0.5, "fraction"))),
         ("data", "load_digits_split", lambda: dict(classes=([0, 1], "list"), test_fraction=(0.25, "fraction"), seed=(0, SE))),
         ("data", "smoke_online", lambda: dict(name=("mnist", "choice"), seed=(0, SE))),
