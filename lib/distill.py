@@ -665,6 +665,7 @@ def thmD4_bound(p_fn, n: int, eps: float, w_hat_norm: float, nbeta: int = 2001) 
     ``beta in [0, pi/2 - delta]``, with ``delta`` of :func:`lemma_d3_angle` (D.43)."""
     n, nbeta = V.positive_int(n, "n"), V.positive_int(nbeta, "nbeta")
     V.callable_(p_fn, "p_fn")
+    eps, w_hat_norm = V.nonnegative(eps, "eps"), V.positive(w_hat_norm, "w_hat_norm")
     delta = lemma_d3_angle(eps, w_hat_norm)
     if delta > np.pi / 2:
         return 1.0  # no admissible beta: the statement is empty, and a risk is at most 1
