@@ -105,8 +105,9 @@ def gaussian_inputs(N: int, d: int, std: float = 1.5, seed: int = 0) -> np.ndarr
     return std * _rng(seed).standard_normal((N, d))
 
 
-def _check_net(net, name: str, batched: bool | None = None, layers: int | None = 2) -> list:
-    """``net`` as a list of float64 ``(W, b)`` numpy pairs with consistent shapes."""
+def _check_net(net, name: str, single: bool = False, layers: int | None = 2) -> list:
+    """``net`` as a list of float64 ``(W, b)`` numpy pairs with consistent shapes (``single``: no leading
+    axis of nets allowed; ``layers``: the required number of layers, ``None`` for any)."""
     net = V.sequence(net, name, min_len=1)
     if layers is not None and len(net) != layers:
         raise V.ArgumentValueError(f"{name} must be a list of {layers} (W, b) pairs (a two-layer net), "
@@ -133,9 +134,7 @@ def _check_net(net, name: str, batched: bool | None = None, layers: int | None =
             raise V.ArgumentValueError(f"{name}[{i}] W has {W.shape[-1]} inputs but layer {i - 1} has "
                                        f"{out[-1][0].shape[-2]} outputs")
         out.append((W, b))
-    if batched is True and not lead:
-        raise V.ArgumentValueError(f"{name} must carry a leading axis of nets (W of shape (S, out, in))")
-    if batched is False and lead:
+    if single and lead:
         raise V.ArgumentValueError(f"{name} must be a single net (W of shape (out, in)), got leading axes {lead}")
     return out
 
@@ -226,7 +225,7 @@ def alignment(w_teacher, b_teacher: float, w_student, b_student: float) -> tuple
     nt, ns = np.linalg.norm(wt), np.linalg.norm(ws)
     if nt == 0 or ns == 0:
         raise V.ArgumentValueError("w_teacher and w_student must be non-zero to be rescaled to regular weights")
-    cos = float(np.clip(wt @ ws / (nt * ns), -1.0, 1.0))
+    cos = float(wt @ ws / (nt * ns))
     return math.sqrt(max(0.0, 1.0 - cos * cos)), abs(bs / ns - bt / nt)
 
 
@@ -296,7 +295,6 @@ def _train(teacher, student, X, steps, lr, batch_size, seed, record_at):
     W1T, W2T = W1.transpose(0, 2, 1), W2.transpose(0, 2, 1)    # views: they follow the in-place updates
     step = lr / B
     chunk = 1024
-    idx_all = None
     for t in range(steps):
         if t in record:
             snaps[t] = snapshot()
@@ -401,8 +399,8 @@ def recursive_gradients(teacher, student, X) -> list:
     input and output sizes (any widths). Returns ``[g_1, ..., g_L]``, ``g_l`` of shape (N, n_l):
     ``g_l = −∂J/∂z_l`` for ``J = ½‖f*_L − f_L‖²`` and the pre-activations ``z_l``.
     """
-    teacher = _check_net(teacher, "teacher", batched=False, layers=None)
-    student = _check_net(student, "student", batched=False, layers=None)
+    teacher = _check_net(teacher, "teacher", single=True, layers=None)
+    student = _check_net(student, "student", single=True, layers=None)
     if len(teacher) != len(student):
         raise V.ArgumentValueError(f"teacher and student must have the same depth, got {len(teacher)} and "
                                    f"{len(student)} layers")
@@ -461,7 +459,7 @@ def teacher_aware_augment(X, teacher, delta: float, eps: float) -> np.ndarray:
     ``w̃*_j`` normalised. Rows: the originals, then per teacher node ``j`` (in order) the ``+`` copies
     of its near-boundary samples followed by the ``−`` copies."""
     X = V.array(X, "X", ndim=2)
-    (W1, b1), _ = _check_net(teacher, "teacher", batched=False)
+    (W1, b1), _ = _check_net(teacher, "teacher", single=True)
     if W1.shape[1] != X.shape[1]:
         raise V.ArgumentValueError(f"X has {X.shape[1]} columns but the teacher takes {W1.shape[1]} inputs")
     delta, eps = V.positive(delta, "delta"), V.positive(eps, "eps")
@@ -479,7 +477,7 @@ def teacher_aware_inputs(teacher, N: int, std: float = 1.5, alpha=(1.0, 2.0), se
     ``m`` teacher nodes, ``ceil(N / 3m)`` Gaussian points projected onto the node's boundary hyperplane,
     plus copies shifted by ``± a w̃*_j`` with ``a ~ U[alpha]``; finally every point is rescaled to norm
     ``std √d``. Returns (3 m ceil(N / 3m), d)."""
-    (W1, b1), _ = _check_net(teacher, "teacher", batched=False)
+    (W1, b1), _ = _check_net(teacher, "teacher", single=True)
     N = V.positive_int(N, "N")
     std = V.positive(std, "std")
     lo, hi = V.interval(alpha, "alpha")
@@ -580,7 +578,7 @@ def layer_best_correlations(teacher, student, X) -> list:
     """Theorem 5 / Fig. 6: for every hidden layer ``l``, each teacher node's best Pearson correlation with
     a student node *of the same layer* on the inputs ``X``: a list of arrays (m_l,) or, for a batched
     student, (S, m_l). Teacher (one net) and student need the same depth."""
-    teacher = _check_net(teacher, "teacher", batched=False, layers=None)
+    teacher = _check_net(teacher, "teacher", single=True, layers=None)
     student = _check_net(student, "student", layers=None)
     if len(teacher) != len(student):
         raise V.ArgumentValueError(f"teacher and student must have the same depth, got {len(teacher)} and "
@@ -643,7 +641,7 @@ def train_deep(teacher, student, X, steps, lr, batch_size=64, seed=0, record_at=
     tensor computation with a hand-written backward pass. Teacher and student have the same depth and
     input/output sizes; the teacher is one net. Returns ``(trained, {step: student})`` with copies of the
     student at the steps ``record_at`` (0 = before training)."""
-    teacher = _check_net(teacher, "teacher", batched=False, layers=None)
+    teacher = _check_net(teacher, "teacher", single=True, layers=None)
     student = _check_net(student, "student", layers=None)
     if len(teacher) != len(student):
         raise V.ArgumentValueError(f"teacher and student must have the same depth, got {len(teacher)} and "

@@ -584,3 +584,235 @@ def test_train_deep_rejects_bad_input():
                           (dict(seed=-1), "seed"), (dict(record_at=[2]), "record_at")]:
         with pytest.raises(ValueError, match=match):
             TS.train_deep(T, st, X, **(dict(steps=1, lr=0.1) | kwargs))
+
+
+# ---------------------------------------------------------------------------------------------- bad input, word for word
+
+def _bad_calls():
+    """(call, exact message start): one bad argument each, the message naming it as the function does."""
+    import re
+    T, st, X = small_setup()
+    Tb = [(np.stack([W, W]), np.stack([b, b])) for W, b in T]
+    stb3 = small_setup(S=3)[1]
+    st3 = TS.make_student(3, 5, 2)
+    D, Ds, DX = deep_setup()
+    ts = lambda *a, **k: (lambda: TS.train_two_layer(*a, **k))  # noqa: E731
+    cases = [
+        (lambda: TS.discrete_distinct_rows("a", 2), "rows must be an int"),
+        (lambda: TS.discrete_distinct_rows(2, "a"), "cols must be an int"),
+        (lambda: TS.discrete_distinct_rows(2, 2, choices=np.ones((2, 2))), "choices must be an array with 1 dimensions"),
+        (lambda: TS.discrete_distinct_rows(2, 2, seed=-1), "seed must be an int >= 0"),
+        (lambda: TS.discrete_distinct_rows(3, 2, choices=(1.0, 1.0)), "choices must hold at least two distinct values, got [1.0, 1.0]"),
+        (lambda: TS.discrete_distinct_rows(2, 1, choices=(0.5, 1.0)),   # [0.5] and [1.0] point the same way
+         "could not draw 2 distinct non-zero rows of length 1 from [0.5, 1.0]"),
+        (lambda: TS.make_teacher("a", 2, 1), "d must be an int"),
+        (lambda: TS.make_teacher(2, "a", 1), "m must be an int"),
+        (lambda: TS.make_teacher(2, 2, "a"), "C must be an int"),
+        (lambda: TS.make_teacher(2, 2, 1, p=-1.0), "p (the fan-out decay exponent) must be"),
+        (lambda: TS.make_teacher(2, 2, 1, bias="x"), "bias must be a real number"),
+        (lambda: TS.make_teacher(2, 2, 1, seed=-1), "seed must be an int >= 0"),
+        (lambda: TS.make_student("a", 2, 1), "d must be an int"),
+        (lambda: TS.make_student(2, "a", 1), "n must be an int"),
+        (lambda: TS.make_student(2, 2, "a"), "C must be an int"),
+        (lambda: TS.make_student(2, 2, 1, S="a"), "S must be an int"),
+        (lambda: TS.make_student(2, 2, 1, scale=0), "scale must be a finite number > 0"),
+        (lambda: TS.gaussian_inputs("a", 2), "N must be an int"),
+        (lambda: TS.gaussian_inputs(2, "a"), "d must be an int"),
+        (lambda: TS.gaussian_inputs(2, 2, std=0), "std must be a finite number > 0"),
+        (lambda: TS.hidden_and_output(3, X), "net must be a list or tuple"),
+        (lambda: TS.hidden_and_output([], X), "net must be a sequence of at least 1 item(s)"),
+        (lambda: TS.hidden_and_output(st[:1], X), "net must be a list of 2 (W, b) pairs (a two-layer net), got 1 layer(s)"),
+        (lambda: TS.hidden_and_output([st[0], 3], X), "net[1] must be a (W, b) pair, got 3"),
+        (lambda: TS.hidden_and_output([(np.ones(4), np.ones(4)), st[1]], X), "net[0] W must be an array with 2 or 3 dimensions"),
+        (lambda: TS.hidden_and_output([(st[0][0], np.ones((1, 1, 5))), st[1]], X), "net[0] b must be an array with 1 or 2 dimensions"),
+        (lambda: TS.hidden_and_output([(st[0][0], st[0][1][:-1]), st[1]], X),
+         "net[0]: b must have shape (5,) to match W of shape (5, 4), got (4,)"),
+        (lambda: TS.hidden_and_output([st[0], (st[1][0][None], st[1][1][None])], X),
+         "net: every layer needs the same leading (batch) axes, got () and (1,)"),
+        (lambda: TS.hidden_and_output([st[0], (st[1][0][:, :4], st[1][1])], X), "net[1] W has 4 inputs but layer 0 has 5 outputs"),
+        (lambda: TS.hidden_and_output(st, X[:, 0]), "X must be an array with 2 dimensions"),
+        (lambda: TS.hidden_and_output(st, X[:, :3]), "X must have 4 columns (the net's inputs), got 3"),
+        (lambda: TS.two_layer_flops("a", 1, 1, 1), "d must be an int"),
+        (lambda: TS.two_layer_flops(1, "a", 1, 1), "n must be an int"),
+        (lambda: TS.two_layer_flops(1, 1, "a", 1), "C must be an int"),
+        (lambda: TS.two_layer_flops(1, 1, 1, "a"), "batch must be an int"),
+        (lambda: TS.correlation_matrix(np.ones(3), np.ones((3, 2))), "H_teacher must be an array with 2 dimensions"),
+        (lambda: TS.correlation_matrix(np.ones((3, 2)), np.ones(3)), "H_student must be an array with 2 dimensions"),
+        (lambda: TS.correlation_matrix(np.ones((3, 2)), np.ones((4, 5))),
+         "H_teacher and H_student must have the same number of rows (samples), got 3 and 4"),
+        (lambda: TS.specialisation_steps(np.ones(3), [0, 1, 2]), "best_history must be an array with 2 or 3 or 4 dimensions"),
+        (lambda: TS.specialisation_steps(np.ones((3, 2)), np.ones((3, 1))), "steps must be an array with 1 dimensions"),
+        (lambda: TS.specialisation_steps(np.ones((3, 2)), [0, 1, 2], threshold=1.5), "threshold must be a finite number >= -1 and <= 1"),
+        (lambda: TS.specialisation_steps(np.ones((3, 2)), [0, 1]), "best_history has 3 recorded steps but steps has 2"),
+        (lambda: TS.specialisation_steps(np.ones((3, 2)), [0, 1, 1]), "steps must be strictly increasing"),
+        (lambda: TS.fan_out_norms(3), "net must be a list or tuple"),
+        (lambda: TS.alignment(np.ones((2, 2)), 0.0, [1.0, 0.0], 0.0), "w_teacher must be an array with 1 dimensions"),
+        (lambda: TS.alignment([1.0, 0.0], 0.0, [1.0, 0.0, 0.0], 0.0), "w_student must be an array of shape (2,)"),
+        (lambda: TS.alignment([1.0, 0.0], "x", [1.0, 0.0], 0.0), "b_teacher must be a real number"),
+        (lambda: TS.alignment([1.0, 0.0], 0.0, [1.0, 0.0], "x"), "b_student must be a real number"),
+        (lambda: TS.alignment([1.0, 0.0], 0.0, [0.0, 0.0], 0.0), "w_teacher and w_student must be non-zero to be rescaled to regular weights"),
+        (lambda: TS.prune_students(3, [True]), "student must be a list or tuple"),
+        (lambda: TS.prune_students(st, "x"), "keep must be a numeric array"),
+        (lambda: TS.prune_students(st, np.ones(5)), "keep must be a boolean array of shape (5,), got array of shape (5,)"),
+        (lambda: TS.prune_students(st, np.ones(4, bool)), "keep must be a boolean array of shape (5,), got array of shape (4,)"),
+        (lambda: TS.prune_students(stb3, np.ones(5, bool)), "keep must be a boolean array of shape (3, 5), got array of shape (5,)"),
+        (ts(3, st, X, 1, 0.1), "teacher must be a list or tuple"),
+        (ts(T, 3, X, 1, 0.1), "student must be a list or tuple"),
+        (ts(T, np.ones((2, 2)), X, 1, 0.1), "student[0] W must be an array with 2 or 3 dimensions"),
+        (ts(T, [], X, 1, 0.1), "student must be a sequence of at least 1 item(s)"),
+        (ts(T, [3, st[1]], X, 1, 0.1), "student[0] must be a (W, b) pair, got 3"),
+        (ts(T, st, X[:, 0], 1, 0.1), "X must be an array with 2 dimensions"),
+        (ts(T, st3, X, 1, 0.1), "X has 4 columns but the teacher takes 4 inputs and the student 3"),
+        (ts(T, st, X[:, :3], 1, 0.1), "X has 3 columns but the teacher takes 4 inputs and the student 4"),
+        (ts(T, TS.make_student(4, 5, 3), X, 1, 0.1), "teacher and student must have the same number of outputs, got 2 and 3"),
+        (ts(Tb, stb3, X, 1, 0.1), "a batched teacher of 2 nets needs a student batch of the same size, got student W of shape (3, 5, 4)"),
+        (ts(Tb, st, X, 1, 0.1), "a batched teacher of 2 nets needs a student batch of the same size, got student W of shape (5, 4)"),
+        (ts(T, st, X, -1, 0.1), "steps must be an int >= 0"),
+        (ts(T, st, X, 1, 0.0), "lr (the learning rate) must be a finite number > 0"),
+        (ts(T, st, X, 1, 0.1, batch_size=0), "batch_size must be an int >= 1"),
+        (ts(T, st, X, 1, 0.1, seed=-1), "seed must be an int >= 0"),
+        (lambda: TS.train_with_snapshots(T, st, X, 2, 0.1, 3), "record_at must be a list or tuple"),
+        (lambda: TS.train_with_snapshots(T, st, X, 2, 0.1, [3]), "record_at step must be an int >= 0 and <= 2"),
+        (lambda: TS.recursive_gradients(Tb, st, X), "teacher must be a single net (W of shape (out, in)), got leading axes (2,)"),
+        (lambda: TS.recursive_gradients(T, Tb, X), "student must be a single net (W of shape (out, in)), got leading axes (2,)"),
+        (lambda: TS.recursive_gradients(T, st, X[:, 0]), "X must be an array with 2 dimensions"),
+        (lambda: TS.recursive_gradients(T, st3, X), "X has 4 columns but the student takes 3 inputs"),
+        (lambda: TS.recursive_gradients(TS.make_teacher(3, 3, 2), st3, X[:, :3] if False else X), "X has 4 columns but the teacher takes 3 inputs"),
+        (lambda: TS.recursive_gradients(T, TS.make_student(4, 5, 3), X), "teacher and student must have the same number of outputs"),
+        (lambda: TS.recursive_gradients(T, st[:1], X), "teacher and student must have the same depth, got 2 and 1 layers"),
+        (lambda: TS.axis_augment(np.ones(3), 0.1), "X must be an array with 2 dimensions"),
+        (lambda: TS.axis_augment(X, 0.0), "delta must be a finite number > 0"),
+        (lambda: TS.teacher_aware_augment(np.ones(3), T, 0.1, 0.1), "X must be an array with 2 dimensions"),
+        (lambda: TS.teacher_aware_augment(X, 3, 0.1, 0.1), "teacher must be a list or tuple"),
+        (lambda: TS.teacher_aware_augment(X, Tb, 0.1, 0.1), "teacher must be a single net"),
+        (lambda: TS.teacher_aware_augment(X[:, :3], T, 0.1, 0.1), "X has 3 columns but the teacher takes 4 inputs"),
+        (lambda: TS.teacher_aware_augment(X, T, 0.0, 0.1), "delta must be a finite number > 0"),
+        (lambda: TS.teacher_aware_augment(X, T, 0.1, 0.0), "eps must be a finite number > 0"),
+        (lambda: TS.teacher_aware_inputs(3, 10), "teacher must be a list or tuple"),
+        (lambda: TS.teacher_aware_inputs(Tb, 10), "teacher must be a single net"),
+        (lambda: TS.teacher_aware_inputs(T, "a"), "N must be an int"),
+        (lambda: TS.teacher_aware_inputs(T, 10, std=0.0), "std must be a finite number > 0"),
+        (lambda: TS.teacher_aware_inputs(T, 10, alpha=(2.0, 1.0)), "alpha must be a finite interval with lo < hi"),
+        (lambda: TS.teacher_aware_inputs(T, 10, seed=-1), "seed must be an int >= 0"),
+        (lambda: TS.make_teacher_deep("a", [2], 1, DX), "d must be an int"),
+        (lambda: TS.make_teacher_deep(3, 2, 1, DX), "widths must be a list or tuple"),
+        (lambda: TS.make_teacher_deep(3, [2, "a"], 1, DX), "widths[1] must be an int"),
+        (lambda: TS.make_teacher_deep(3, [2], "a", DX), "C must be an int"),
+        (lambda: TS.make_teacher_deep(3, [2], 1, DX[:, 0]), "X_tune must be an array with 2 dimensions"),
+        (lambda: TS.make_teacher_deep(3, [2], 1, DX, seed=-1), "seed must be an int >= 0"),
+        (lambda: TS.make_student_deep("a", [2], 1), "d must be an int"),
+        (lambda: TS.make_student_deep(3, [0], 1), "widths[0] must be an int >= 1"),
+        (lambda: TS.make_student_deep(3, [2], "a"), "C must be an int"),
+        (lambda: TS.make_student_deep(3, [2], 1, S="a"), "S must be an int"),
+        (lambda: TS.make_student_deep(3, [2], 1, seed=-1), "seed must be an int >= 0"),
+        (lambda: TS.deep_activations(3, DX), "net must be a list or tuple"),
+        (lambda: TS.deep_activations(Ds, DX[:, 0]), "X must be an array with 2 dimensions"),
+        (lambda: TS.deep_activations(Ds, DX[:, :2]), "X must have 3 columns (the net's inputs), got 2"),
+        (lambda: TS.layer_best_correlations(3, Ds, DX), "teacher must be a list or tuple"),
+        (lambda: TS.layer_best_correlations(D, 3, DX), "student must be a list or tuple"),
+        (lambda: TS.layer_best_correlations([(W[None], b[None]) for W, b in D], Ds, DX), "teacher must be a single net"),
+        (lambda: TS.layer_best_correlations(D, Ds, DX[:, 0]), "X must be an array with 2 dimensions"),
+        (lambda: TS.train_deep(3, Ds, DX, 1, 0.1), "teacher must be a list or tuple"),
+        (lambda: TS.train_deep(D, 3, DX, 1, 0.1), "student must be a list or tuple"),
+        (lambda: TS.train_deep(D, Ds, DX[:, 0], 1, 0.1), "X must be an array with 2 dimensions"),
+        (lambda: TS.train_deep(D, TS.make_student_deep(2, [7, 6], 2), DX, 1, 0.1),
+         "X has 3 columns but the teacher takes 3 inputs and the student 2"),
+        (lambda: TS.train_deep(D, Ds, DX, 1, 0.1, record_at=3), "record_at must be a list or tuple"),
+    ]
+    return [(call, "^" + re.escape(msg)) for call, msg in cases]
+
+
+@pytest.mark.parametrize("k", range(len(_bad_calls())))
+def test_every_bad_argument_gets_the_functions_own_message(k):
+    call, match = _bad_calls()[k]
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+# ---------------------------------------------------------------------------------------------- defaults and edge values
+
+def test_defaults_are_the_documented_ones():
+    assert np.array_equal(TS.discrete_distinct_rows(3, 2), TS.discrete_distinct_rows(3, 2, seed=0))
+    for (W, b), (Wr, br) in zip(TS.make_teacher(4, 3, 2), TS.make_teacher(4, 3, 2, p=1.0, bias=-0.1, seed=0)):
+        assert np.array_equal(W, Wr) and np.array_equal(b, br)
+    # make_teacher's fan-out: the seed + 1 draw of discrete_distinct_rows, column j divided by (j+1)^p
+    W2 = TS.make_teacher(4, 3, 2, p=0.5, seed=5)[1][0]
+    assert np.allclose(W2, TS.discrete_distinct_rows(3, 2, 6).T / np.sqrt([1.0, 2.0, 3.0]))
+    st = TS.make_student(30, 40, 20)
+    assert abs(st[0][0].std() - 0.005) < 0.0005 and np.array_equal(st[0][0], TS.make_student(30, 40, 20, seed=0)[0][0])
+    assert np.array_equal(TS.gaussian_inputs(5, 3), TS.gaussian_inputs(5, 3, std=1.5, seed=0))
+    assert abs(TS.gaussian_inputs(20000, 2).std() - 1.5) < 0.03
+
+
+def test_hidden_and_output_use_the_biases():
+    T, st, X = small_setup(S=2)
+    rng = np.random.default_rng(3)
+    st = [(W, rng.standard_normal(b.shape)) for W, b in st]
+    H, Y = TS.hidden_and_output(st, X)
+    h = np.maximum(np.einsum("snd,id->sin", st[0][0], X) + st[0][1][:, None, :], 0)
+    assert np.allclose(H, h) and np.allclose(Y, np.einsum("scn,sin->sic", st[1][0], h) + st[1][1][:, None, :])
+    H1, Y1 = TS.hidden_and_output(T, X)
+    assert np.allclose(Y1, np.maximum(X @ T[0][0].T - 0.1, 0) @ T[1][0].T - 0.1)
+
+
+def test_correlation_constant_test_is_relative_to_the_column_scale():
+    rng = np.random.default_rng(0)
+    N = 100
+    base = rng.standard_normal(N)
+    H = np.stack([1e6 + 5e-7 * rng.standard_normal(N),   # constant up to rounding-size noise: correlation 0
+                  1e-14 * base,                          # tiny but a real signal: correlates with itself
+                  base], axis=1)
+    C = TS.correlation_matrix(H, H)
+    assert np.all(C[0] == 0) and np.all(C[:, 0] == 0)
+    assert abs(C[1, 1] - 1) < 1e-12 and abs(C[1, 2] - 1) < 1e-12 and abs(C[2, 2] - 1) < 1e-12
+
+
+def test_alignment_of_a_unit_student_and_antiparallel_weights():
+    s, gap = TS.alignment([3.0, 4.0], 1.0, [1.0, 0.0], 0.5)     # ||w_student|| = 1 exactly
+    assert math.isclose(s, 0.8) and math.isclose(gap, abs(0.5 - 0.2))
+    s, gap = TS.alignment([0.1, 0.2, 0.3], 0.0, [-0.3, -0.6, -0.9], 0.0)
+    assert s < 1e-7 and gap == 0.0
+
+
+def test_batched_teacher_with_minibatches_equals_autograd_per_student():
+    T1, st, X = small_setup(S=2, seed=0)
+    T2 = TS.make_teacher(4, 3, 2, seed=7)
+    Tb = [(np.stack([T1[l][0], T2[l][0]]), np.stack([T1[l][1], T2[l][1]])) for l in range(2)]
+    got = TS.train_two_layer(Tb, st, X, 1, 0.1, batch_size=6, seed=4)
+    idx = np.random.default_rng(4).integers(len(X), size=(1, 2, 6))[0]
+    for s, T in enumerate((T1, T2)):
+        want = autograd_step(T, [(W[s], b[s]) for W, b in st], X[idx[s]], 0.1)
+        for (W, b), (Wr, br) in zip(got, want):
+            assert np.allclose(W[s], Wr, atol=1e-13) and np.allclose(b[s], br, atol=1e-13)
+
+
+def test_a_node_exactly_at_its_kink_gets_no_gradient_like_autograd():
+    T, st, X = small_setup()
+    st[0][0][2] = 0.0                       # node 2: pre-activation exactly 0 on every input
+    got = TS.train_two_layer(T, st, X, 1, 0.1, batch_size=None)
+    want = autograd_step(T, st, X, 0.1)
+    assert np.array_equal(got[0][0][2], np.zeros(4)) and got[0][1][2] == 0.0
+    for (W, b), (Wr, br) in zip(got, want):
+        assert np.allclose(W, Wr, atol=1e-13) and np.allclose(b, br, atol=1e-13)
+
+
+@pytest.mark.parametrize("steps, step", [(300, 256), (10, 10)])
+def test_divergence_is_reported_at_the_checked_step(steps, step):
+    T, st, X = small_setup()
+    with pytest.raises(TrainingDivergedError,
+                       match=rf"^the training student weights became NaN or infinite by step {step} with lr=100.0"):
+        TS.train_two_layer(T, st, 1e30 * X, steps, 100.0, batch_size=None)
+    D, Ds, DX = deep_setup()
+    with pytest.raises(TrainingDivergedError,
+                       match=rf"^the training student weights became NaN or infinite by step {step} with lr=100.0"):
+        TS.train_deep(D, Ds, 1e30 * DX, steps, 100.0, batch_size=None)
+
+
+def _numpy_step(teacher, student, x, lr):
+    (T1, c1), (T2, c2) = teacher
+    (W1, b1), (W2, b2) = student
+    z = x @ W1.T + b1
+    h = np.maximum(z, 0)
+    e = (np.maximum(x @ T1.T + c1, 0) @ T2.T + c2) - (h @ W2.T + b2)
+    g1 = (e @ W2) * (z > 0)
+    return [(W1 + lr * g1.T @ x / len(x), b1 + lr * g1.mean(0)), (W2 + lr * e.T @ h / len(x), b2 + lr * e.mean(0))]
