@@ -76,7 +76,8 @@ def __smoke_claim__(test, message):
     try:
         ok = bool(test())
     except Exception as err:  # e.g. a claim about an empty selection: evaluated, but it cannot hold
-        ok, message = False, lambda: f"{type(err).__name__}: {err}"
+        text = f"{type(err).__name__}: {err}"
+        ok, message = False, lambda: text
     if not ok:
         _SMOKE_FAILED.append(str(message()))
         print("[paper smoke] claim not holding on the stand-in data:", _SMOKE_FAILED[-1][:300])

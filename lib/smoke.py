@@ -24,7 +24,7 @@ T = TypeVar("T")
 # paper value, so that the smoke run takes the paper path with the paper's shapes.
 SMOKE_COUNT_FIELD = re.compile(
     r"(^|_)(steps|epochs|seeds|trials|draws|sets|restarts|runs|nets|parents|copies|finetune|sample|"
-    r"samples|evals|extra|cap|trained|starts|step|early|per_config)$"
+    r"samples|evals|extra|cap|trained|starts|step|early|per_config|seqs)$"
     r"|^n_(recovery|general|lemma21|impostor|fdim|one_layer|random|eval|minimal|two|deep|xor_deep)$")
 SMOKE_DIVISOR = 1000  # a count c becomes min(c, max(2, ceil(c / 1000))): 4000 epochs -> 4, 32 seeds -> 2
 QUICK = "<the quick config's value>"  # an override that keeps the quick scale's value of a field
@@ -38,7 +38,7 @@ SMOKE_OVERRIDES: dict = {
     # unlabelled; one epoch (the paper's CNN costs about 0.2 GFLOP per image and step)
     "multi_exit": {"n_per_class": 3, "n_val_per_class": 1, "epochs": 1,
                    "data_sizes": (2, 3), "data_size_epochs": (1, 1)},
-    "distillation": {"deep_steps": QUICK},
+    "distillation": {"deep_steps": QUICK, "mc_test": 10_000},  # one chunk of 10^4 Monte-Carlo test points
     # IMDB (§4.6.3): the VAE and one MAE target, not four (each LSTM model decodes 2,000 sentences)
     "mutual_autoencoder": {"imdb_targets": (5.0,)},
     # the region-finding grids up to 64 x 64 points (the paper's 512 and 1024 run the same code, 1M points)

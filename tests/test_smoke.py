@@ -46,7 +46,7 @@ def test_smoke_config_shrinks_counts_only(monkeypatch):
 
 def test_smoke_count_fields():
     hit = ["steps", "normal_steps", "epochs", "n_seeds", "seeds", "trials", "bias_draws", "rn_sets",
-           "n5_restarts", "deep_runs", "nets", "w6_parents", "parity_copies", "table_finetune",
+           "n5_restarts", "deep_runs", "nets", "w6_parents", "parity_copies", "table_finetune", "path_seqs",
            "n5_sample", "cnn_score_samples", "opt_evals", "sine_extra", "sine_cap", "xor_trained",
            "opt_random_starts", "check_step", "early", "nets_per_config",
            "n_recovery", "n_general", "n_lemma21", "n_impostor", "n_fdim", "n_one_layer", "n_random",
