@@ -503,3 +503,142 @@ def test_train_nets_stops_on_divergence():
     X, y = DR.islands(50)
     with pytest.raises(TrainingDivergedError, match="epoch"):
         DR.train_nets(X[None] * 1e150, y[None], [(3,)], [0], epochs=2, lr=1e10)
+
+
+# ---------------------------------------------------------------------------------------------
+# messages word for word (the start of each), defaults and plumbing
+
+X1 = np.zeros((1, 4, 2))
+Y1 = np.array([[0, 1, 0, 1]])
+
+
+@pytest.mark.parametrize("call, start", [
+    (lambda: DR.is_pyramidal([2]), r"widths must be"),
+    (lambda: DR.is_pyramidal([2, 0, 1]), r"widths\[i\] must be an int >= 1"),
+    (lambda: DR.theorem_523_conditions(DR.example_53().params, 1.5), r"alpha \(leaky-ReLU slope\) must be"),
+    (lambda: DR.example_54(0.0), r"alpha \(leaky-ReLU slope\) must be a finite number > 0 and < 1, got 0\.0"),
+    (lambda: DR.example_54(1.0), r"alpha \(leaky-ReLU slope\) must be a finite number > 0 and < 1, got 1\.0"),
+    (lambda: DR.width3_disconnected(1.0), r"alpha \(leaky-ReLU slope\) must be a finite number > 0 and < 1"),
+    (lambda: DR.width3_disconnected(0.0), r"alpha \(leaky-ReLU slope\) must be a finite number > 0 and < 1"),
+    (lambda: DR.region_masks(DR.example_53().params, np.zeros((2, 2)), 0.5, tol=-1.0), r"tol must be a finite number >= 0"),
+    (lambda: DR.region_masks([(np.eye(2), np.zeros(2)), (np.ones((1, 2)), np.zeros(1))], np.zeros((2, 2)), 0.1),
+     r"params: a classifier needs at least 2 outputs, got 1$"),
+    (lambda: DR.grid_points((0, 1, 0, 1), 2), r"res \(grid points per axis\) must be an int >= 3, got 2"),
+    (lambda: DR.components(np.zeros((3, 3))), r"mask must be a boolean array, got dtype float64$"),
+    (lambda: DR.components(np.zeros(3, bool)), r"mask must be an array with 2 dimensions"),
+    (lambda: DR.components(np.zeros((3, 3), bool), 6), r"connectivity must be one of \(4, 8\), got 6"),
+    (lambda: DR.component_counts(DR.example_53().params, (-1, 1, -1, 1), 5, 0.5, connectivity=2), r"connectivity must be one of"),
+    (lambda: DR.agreement("ex", np.zeros((3, 2))), r"example must be"),
+    (lambda: DR.agreement(DR.example_53(), np.zeros((3, 3))), r"X must be"),
+    (lambda: DR.bend_points([(np.eye(2), np.zeros(2)), (np.eye(2), np.ones(2))], 0.0),
+     r"alpha \(leaky-ReLU slope\) must be > 0: the bend points need the inverse activation$"),
+    (lambda: DR.bend_points(DR.example_55().params, 0.1),
+     r"params must be a 2-2-2 network \(one hidden layer of width 2\), got shapes \[\(2, 2\), \(2, 2\), \(2, 2\)\]$"),
+    (lambda: DR.bend_points([(np.ones((2, 2)), np.zeros(2)), (np.eye(2), np.zeros(2))], 0.1),
+     r"params: W_1 must be invertible and both hidden units must reach the boundary \(a = W_2\[0\] - W_2\[1\] = "),
+    (lambda: DR.bend_window([(np.eye(2), np.zeros(2)), (np.array([[1.0, 2.0], [0.0, 0.0]]), np.zeros(2))], 0.1, margin=0),
+     r"margin must be a finite number > 0"),
+    (lambda: DR.islands(0), r"n must be an int >= 1, got 0"),
+    (lambda: DR.xor_margin(0), r"n must be an int >= 1, got 0"),
+    (lambda: DR.bands54(1), r"n must be an int >= 2, got 1"),
+    (lambda: DR.islands(3, seed=-1), r"seed must be"),
+    (lambda: DR.xor_margin(3, seed=-1), r"seed must be"),
+    (lambda: DR.bands54(3, seed=-1), r"seed must be"),
+    (lambda: DR.train_nets(np.zeros((4, 2)), Y1, [(2,)], [0]), r"X must be"),
+    (lambda: DR.train_nets(X1, Y1[0], [(2,)], [0]), r"y must be"),
+    (lambda: DR.train_nets(X1, Y1 * 2, [(2,)], [0]),
+     r"y must hold class indices 0\.\.K-1, each of them at least once, K >= 2; got 2 distinct values from 0 to 2$"),
+    (lambda: DR.train_nets(X1, Y1, [(2, 1)], [0, 1]), r"seeds must give one seed per model \(1\), got 2$"),
+    (lambda: DR.train_nets(np.zeros((2, 4, 2)), np.stack([Y1[0]] * 2), [(2,), (2, 2)], [0, 1]),
+     r"hidden must give one tuple of hidden widths per model, all of one depth \(2 models\), got \[\(2,\), \(2, 2\)\]$"),
+    (lambda: DR.train_nets(X1, Y1, [(2,), (2,)], [0]), r"hidden must give one tuple of hidden widths per model"),
+    (lambda: DR.train_nets(X1, Y1, [], [0]), r"hidden must"),
+    (lambda: DR.train_nets(X1, Y1, [()], [0]), r"hidden\[i\] must"),
+    (lambda: DR.train_nets(X1, Y1, [(0,)], [0]), r"hidden\[i\]\[l\] must be an int >= 1"),
+    (lambda: DR.train_nets(X1, Y1, [(2,)], [-1]), r"seeds\[i\] must be"),
+    (lambda: DR.train_nets(X1, Y1, [(2,)], 5), r"seeds must be"),
+    (lambda: DR.train_nets(X1, Y1, [(2,)], [0], alpha=1.0), r"alpha \(leaky-ReLU slope\) must be"),
+    (lambda: DR.train_nets(X1, Y1, [(2,)], [0], epochs=0), r"epochs must be an int >= 1"),
+    (lambda: DR.train_nets(X1, Y1, [(2,)], [0], batch_size=0), r"batch_size must be an int >= 1"),
+    (lambda: DR.train_nets(X1, Y1, [(2,)], [0], lr=0.0), r"lr \(the learning rate\) must be a finite number > 0"),
+    (lambda: DR.train_nets(X1, Y1, [(2,)], [0], momentum=1.0), r"momentum must be"),
+    (lambda: DR.train_nets(X1, Y1, [(2,)], [0], halve_every=0), r"halve_every must be an int >= 1"),
+])
+def test_error_messages_word_for_word(call, start):
+    with pytest.raises(ValueError, match="^" + start):
+        call()
+
+
+def test_alpha_defaults_of_the_examples():
+    assert DR.example_54().alpha == 0.1 and DR.width3_disconnected().alpha == 0.1
+    assert DR.example_54().params[1][1][1] == pytest.approx(-0.2)
+    assert DR.width3_disconnected(0.4).params[1][1].tolist() == pytest.approx([0.0, -0.8])
+    assert DR.example_53().name.startswith("(5.3)") and DR.example_55().target == 0
+
+
+def test_edge_free_needs_a_cell_away_from_every_edge():
+    for corner in [(slice(0, 2), slice(3, 5)), (slice(6, 8), slice(3, 5)), (slice(3, 5), slice(0, 2)),
+                   (slice(3, 5), slice(6, 8))]:
+        m = np.zeros((8, 8), bool)
+        m[corner] = True            # a 2 x 2 block on one edge: top, bottom, left, right
+        assert DR.components(m, 4)[:2] == (1, 0), corner
+        assert DR.components(m, 8)[:2] == (1, 0), corner
+    m = np.zeros((8, 8), bool)
+    m[1:3, 1:3] = True
+    assert DR.components(m)[:2] == (1, 1)
+
+
+def test_component_counts_passes_connectivity_and_tol(monkeypatch):
+    seen = []
+    real = DR.components
+
+    def spy(mask, connectivity=8):
+        seen.append(connectivity)
+        return real(mask, connectivity)
+
+    monkeypatch.setattr(DR, "components", spy)
+    ex = DR.example_53()
+    DR.component_counts(ex.params, (-3, 3, -3, 3), 9, ex.alpha, connectivity=4)
+    DR.component_counts(ex.params, (-3, 3, -3, 3), 9, ex.alpha)
+    assert seen == [4, 4, 8, 8]
+    # tol reaches region_masks: at tol 1e6 no point is in any region
+    assert DR.component_counts(ex.params, (-3, 3, -3, 3), 9, ex.alpha, tol=1e6) == [(0, 0), (0, 0)]
+    G = DR.region_grid(ex.params, (-3, 3, -3, 3), 9, ex.alpha, tol=1e6)
+    assert not G.any()
+
+
+def test_region_masks_default_tol_is_tiny_but_positive():
+    # outputs tie up to 1e-12: the default margin 1e-9 excludes the point, a zero margin does not
+    net = [(np.zeros((2, 2)), np.zeros(2)), (np.zeros((2, 2)), np.array([0.0, 1e-12]))]
+    X = np.zeros((1, 2))
+    assert not DR.region_masks(net, X, 0.1).any()
+    assert DR.region_masks(net, X, 0.1, tol=0.0).tolist() == [[False, True]]
+
+
+def test_xor_margin_draws_in_batches_of_2n():
+    """The sampler's protocol: batches of 2n uniform draws, the accepted ones in order, the first n kept."""
+    n, seed = 50, 7
+    rng = np.random.default_rng(seed)
+    acc = np.empty((0, 2))
+    while len(acc) < n:
+        Z = rng.uniform(-4.0, 4.0, size=(2 * n, 2))
+        acc = np.vstack([acc, Z[np.minimum(np.abs(Z[:, 0]), np.abs(Z[:, 1])) > 0.5]])
+    X, _ = DR.xor_margin(n, seed)
+    np.testing.assert_array_equal(X, acc[:n])
+    Xi, _ = DR.islands(n, seed)
+    np.testing.assert_array_equal(Xi, np.random.default_rng(seed).uniform(-4.0, 4.0, size=(n, 2)))
+
+
+def test_bands54_draw_protocol():
+    """Blue magnitudes, then their signs, then red x_1, then all x_2, then one shuffle (one generator)."""
+    n, seed = 11, 3
+    rng = np.random.default_rng(seed)
+    mag, sign = rng.uniform(1.0, 2.0, 5), rng.choice([-1.0, 1.0], 5)
+    red = rng.uniform(-1.0, 1.0, 6)
+    x2 = rng.uniform(-0.5, 0.5, 11)
+    order = rng.permutation(11)
+    X = np.column_stack([np.concatenate([mag * sign, red]), x2])[order]
+    y = np.array([1] * 5 + [0] * 6)[order]
+    Xb, yb = DR.bands54(n, seed)
+    np.testing.assert_array_equal(Xb, X)
+    np.testing.assert_array_equal(yb, y)
