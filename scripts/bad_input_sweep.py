@@ -53,6 +53,7 @@ MODULES = ("boolean", "boolean_families", "distill", "equivalence", "nets", "tra
            "skip_connections",
            "landscape",
            "decision_regions",
+           "teacher_student",
            )
 NAN = float("nan")
 INF = float("inf")
@@ -184,6 +185,50 @@ def _widths_bad(valid, key):
     if key == "FLOAT":
         return [2.5] + valid[1:]
     return key
+
+
+def _teacher_student_specs(TSM, C, NI, SE, RA, RE, A):
+    """lib.teacher_student (chapter 09): one valid call per public function."""
+    T = lambda: TSM.make_teacher(4, 3, 2, seed=0)
+    st = lambda: TSM.make_student(4, 5, 2, scale=0.5, seed=1)
+    X = lambda: TSM.gaussian_inputs(12, 4, seed=2)
+    H = lambda: np.maximum(np.random.default_rng(0).standard_normal((12, 3)), 0.0)
+    DX = lambda: TSM.gaussian_inputs(12, 3, seed=0)
+    D = lambda: TSM.make_teacher_deep(3, [4, 3], 2, DX(), seed=1)
+    Ds = lambda: TSM.make_student_deep(3, [5, 4], 2, scale=1.0, seed=2)
+    pair = lambda: dict(teacher=(T(), "params"), student=(st(), "params"), X=(X(), A))
+    train = lambda: dict(pair(), steps=(2, NI), lr=(0.01, RA), batch_size=(4, SE), seed=(0, SE))
+    deep = lambda: dict(teacher=(D(), "params"), student=(Ds(), "params"), X=(DX(), A))
+    return [
+        ("teacher_student", "discrete_distinct_rows", lambda: dict(rows=(3, C), cols=(2, C), seed=(0, SE), choices=((-1.0, 0.0, 1.0), A))),
+        ("teacher_student", "make_teacher", lambda: dict(d=(4, C), m=(3, C), C=(2, C), p=(1.0, "nonneg"), bias=(-0.1, RE), seed=(0, SE))),
+        ("teacher_student", "make_student", lambda: dict(d=(4, C), n=(5, C), C=(2, C), S=(2, C), scale=(0.5, RA), seed=(0, SE))),
+        ("teacher_student", "gaussian_inputs", lambda: dict(N=(5, C), d=(3, C), std=(1.5, RA), seed=(0, SE))),
+        ("teacher_student", "hidden_and_output", lambda: dict(net=(st(), "params"), X=(X(), A))),
+        ("teacher_student", "two_layer_flops", lambda: dict(d=(3, C), n=(4, C), C=(5, C), batch=(2, C))),
+        ("teacher_student", "correlation_matrix", lambda: dict(H_teacher=(H(), A), H_student=(H(), A))),
+        ("teacher_student", "best_correlation", lambda: dict(H_teacher=(H(), A), H_student=(H(), A))),
+        ("teacher_student", "specialisation_steps", lambda: dict(best_history=(np.full((3, 2), 0.5), A), steps=(np.array([0, 5, 9]), A),
+                                                                  threshold=(0.9, "corr"))),
+        ("teacher_student", "fan_out_norms", lambda: dict(net=(st(), "params"))),
+        ("teacher_student", "alignment", lambda: dict(w_teacher=(np.array([1.0, 0.0]), A), b_teacher=(0.1, RE),
+                                                       w_student=(np.array([1.0, 1.0]), A), b_student=(0.2, RE))),
+        ("teacher_student", "prune_students", lambda: dict(student=(st(), "params"), keep=(np.array([True, False, True, True, False]), A))),
+        ("teacher_student", "train_two_layer", train),
+        ("teacher_student", "train_with_snapshots", lambda: dict(train(), record_at=([0, 2], "list"))),
+        ("teacher_student", "recursive_gradients", pair),
+        ("teacher_student", "axis_augment", lambda: dict(X=(X(), A), delta=(0.1, RA))),
+        ("teacher_student", "teacher_aware_augment", lambda: dict(X=(X(), A), teacher=(T(), "params"), delta=(0.1, RA), eps=(0.5, RA))),
+        ("teacher_student", "teacher_aware_inputs", lambda: dict(teacher=(T(), "params"), N=(9, C), std=(1.5, RA), alpha=((1.0, 2.0), "list"),
+                                                                  seed=(0, SE))),
+        ("teacher_student", "make_teacher_deep", lambda: dict(d=(3, C), widths=([4, 3], "widths"), C=(2, C), X_tune=(DX(), A), seed=(0, SE))),
+        ("teacher_student", "make_student_deep", lambda: dict(d=(3, C), widths=([5, 4], "widths"), C=(2, C), S=(2, C), scale=(0.1, RA),
+                                                               seed=(0, SE))),
+        ("teacher_student", "deep_activations", lambda: dict(net=(Ds(), "params"), X=(DX(), A))),
+        ("teacher_student", "layer_best_correlations", deep),
+        ("teacher_student", "train_deep", lambda: dict(deep(), steps=(2, NI), lr=(0.01, RA), batch_size=(4, SE), seed=(0, SE),
+                                                        record_at=([0, 2], "list"))),
+    ]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -662,6 +707,8 @@ def _specs():
         ("decision_regions", "train_nets", lambda: dict(X=(DRM.islands(20, 0)[0][None], A), y=(DRM.islands(20, 0)[1][None], "labels"),
                                                          hidden=([(2,)], "list"), seeds=([0], "list"), alpha=(0.1, "slope"), epochs=(1, C),
                                                          lr=(0.1, RA), momentum=(0.9, "fraction"), batch_size=(10, C), halve_every=(5, C))),
+        # teacher_student (chapter 09); batch_size takes the "seed" kind (-1, 2.5, 'x'): None is a documented value (GD)
+        *_teacher_student_specs(lib["teacher_student"], C, NI, SE, RA, RE, A),
         ("data", "synthetic_2d", lambda: dict(kind=("xor", "choice"), n=(20, C), seed=(0, SE), noise=(0.1, "nonneg"), test_fraction=(0.5, "fraction"))),
         ("data", "load_digits_split", lambda: dict(classes=([0, 1], "list"), test_fraction=(0.25, "fraction"), seed=(0, SE))),
         ("data", "smoke_online", lambda: dict(name=("mnist", "choice"), seed=(0, SE))),
