@@ -75,6 +75,9 @@ def test_other_functions_reject_bad_input():
 # ---- NPN classes and the swaps value -----------------------------------------------------------
 
 def test_npn_class_counts_and_thesis_ids():
+    # computed afresh here: a process that already filled the cache (a mutation runner forks one)
+    # would otherwise never run the id-transform code behind it
+    B.npn_class_ids_all.cache_clear()
     assert [len(B.npn_classes(n)) for n in (1, 2, 3, 4)] == [2, 4, 14, 222]  # OEIS A000370
     table_ids = [7140, 1716, 5804, 6042, 1641, 5805, 406, 5737, 278, 27030, 2022, 1713, 5786, 1717,
                  5774, 7905, 6038, 7128, 1785]
@@ -90,6 +93,7 @@ def test_order_type_counts():
 
 
 def test_swaps_all_histograms_and_table_3_1():
+    B.swaps_all.cache_clear()  # computed afresh (see test_npn_class_counts_and_thesis_ids)
     hist = {n: np.bincount(B.swaps_all(n)).tolist() for n in (1, 2, 3, 4)}
     assert hist[1] == [2, 2] and hist[2] == [2, 12, 2] and hist[3] == [2, 102, 126, 26]
     assert hist[4] == [2, 1880, 14244, 30216, 19002, 192]
@@ -312,6 +316,12 @@ def test_relu_sign_pattern_by_hand():
     # a zero pre-activation counts as active (>= 0)
     assert B.relu_sign_pattern(np.zeros((2, 1)), np.zeros((2, 1))).tolist() == ["++++++"]
     assert B.relu_sign_pattern(np.ones((2, 1)), -np.ones((2, 1))).tolist() == ["-+--+-"]
+    # units with different biases, so that mixing up the units' b would show:
+    # net 0: unit 0 (w -0.7, b 0.5): +, -0.2 -, 1.2 +; unit 1 (w 2, b 1): +, 3 +, -1 -
+    # net 1: unit 0 (w 0.7, b 0.5): +, 1.2 +, -0.2 -; unit 1 (w 0.1, b 1): +, 1.1 +, 0.9 +
+    w = np.array([[-0.7, 0.7], [2.0, 0.1]])
+    b = np.array([[0.5, 0.5], [1.0, 1.0]])
+    assert B.relu_sign_pattern(w, b).tolist() == ["+-+++-", "++-+++"]
 
 
 _tab = np.array([0, 1, 1, 0])
@@ -467,6 +477,10 @@ def test_npn_class_ids_against_brute_force():
             assert B.npn_class_ids_all(n)[i] == brute(B.truth_table(int(i), n)[0])
     for t in rng.integers(0, 2, (1, 32)).astype(np.uint8):
         assert B.npn_class_id(t) == brute(t)
+    and5 = B.cube(5, pm=False).all(1).astype(np.uint8)                         # one 1 at corner 11111
+    assert B.npn_class_id(and5) == 1 and B.npn_class_id(1 - and5) == 1         # NAND: only via the output negation
+    with pytest.raises(ValueError, match=r"^table \(truth table\) must hold only the values 0 or 1$"):
+        B.npn_class_id([0, 1, 2, 0])
     assert B.npn_classes(2).tolist() == [0, 1, 3, 6]                          # 0, AND, x1, XOR
     maps = B.npn_transforms(3)
     assert maps.shape == (48, 8) and all(sorted(r) == list(range(8)) for r in maps)
@@ -617,3 +631,93 @@ def test_prune_and_finetune_stop_at_first_and_no_record():
         assert short["solved"][1].any(1).all()                                 # every parent done at width 1
     assert np.array_equal(full["smallest"], short["smallest"])
     assert (full["smallest"] == 1).all()                                       # AND: one unit suffices
+
+
+def _climb_trajectory(n, seed, sideways, steps):
+    """Tables after 0, 1, ..., steps moves of one restart (the same random draws for every max_steps)."""
+    return [B.climb_max_swaps(n, 1, seed=seed, max_steps=k, sideways=sideways, progress=False) for k in range(steps + 1)]
+
+
+@pytest.mark.parametrize("sideways", [0, 2])
+def test_climb_max_swaps_follows_its_rules(sideways):
+    """Read one restart's path move by move (max_steps = 0, 1, 2, ...): it starts from default_rng(seed)'s
+    random table, each move flips one entry to a neighbour of the largest swaps value (all 2^n checked
+    here by lookup), at most ``sideways`` moves in a row keep the value, and it stops exactly when no
+    neighbour is better and no plateau move is left."""
+    s4 = B.swaps_all(4)
+    plateau_moves = stops = 0
+    for seed in range(4):
+        path = _climb_trajectory(4, seed, sideways, 9)
+        start = np.random.default_rng(seed).integers(0, 2, 16).astype(np.uint8)
+        assert np.array_equal(path[0][0], start) and path[0][1] == s4[B.table_to_id(start)]
+        flat = 0
+        for (t0, v0, f0), (t1, v1, f1) in zip(path[:-1], path[1:]):
+            assert v0 == f0[0] == s4[B.table_to_id(t0)] and v1 == f1[0] == s4[B.table_to_id(t1)]
+            best_neighbour = max(s4[B.table_to_id(t0 ^ e)] for e in np.eye(16, dtype=np.uint8))
+            can_move = best_neighbour > v0 or (best_neighbour == v0 and flat < sideways)
+            if np.array_equal(t0, t1):
+                assert not can_move, (seed, v0, best_neighbour, flat)
+                stops += 1
+            else:
+                assert can_move and np.sum(t0 != t1) == 1 and v1 == best_neighbour
+                flat = flat + 1 if v1 == v0 else 0
+                plateau_moves += v1 == v0
+    assert plateau_moves >= sideways and stops >= 1                             # both rules were exercised
+
+
+def test_climb_max_swaps_best_and_reproducible():
+    one = B.climb_max_swaps(1, 2, progress=False)                             # n = 1: every climb ends at 1
+    assert one[1] == 1 and B.swaps(one[0]) == 1 and one[2].tolist() == [1, 1]
+    table, value, finals = B.climb_max_swaps(3, 4, progress=False)
+    again = B.climb_max_swaps(3, 4, seed=0, progress=False)
+    assert np.array_equal(table, again[0]) and value == again[1] and np.array_equal(finals, again[2])
+    assert value == finals.max() == B.swaps(table)
+    # the best table is the first restart's that reaches the best value: restart 0 reaches the n = 3
+    # maximum, so adding restarts (each path is the same whatever follows it) never changes it
+    assert finals[0] == value == 3
+    for restarts in (2, 3, 4):
+        assert np.array_equal(B.climb_max_swaps(3, restarts, progress=False)[0], table)
+
+
+def test_changes_along_ties_and_large_n():
+    # a near-tie 8e-9 apart is a separation (ties are within 1e-9), an exact tie across classes is not
+    assert B.changes_along([0, 1, 0, 0], [1.0, 1.0 + 4e-9]) == 2.0
+    assert B.changes_along([0, 1, 0, 0], [1.0, 1.0]) == math.inf
+    assert B.changes_along([0, 1, 1, 0], [1.0, 1.0]) == 2.0                   # a tie within one class is fine
+    rows = np.array([[0, 1, 0, 0], [0, 1, 1, 0], [0, 1, 1, 1]], dtype=np.uint8)
+    assert B._changes_along_rows(rows, np.array([1.0, 1.0])).tolist() == [math.inf, 2.0, 1.0]
+    assert B.changes_along(B.parity_table(6), np.ones(6)) == 6.0                # n = 6 > the exact limit of 5
+    with pytest.raises(ValueError, match=r"^table \(truth table\): truth tables of n = 17 inputs are not supported here \(at most n = 16\)$"):
+        B.changes_along(np.zeros(2 ** 17, np.uint8), np.ones(17))
+    with pytest.raises(ValueError, match=r"^table \(truth table\) must hold only the values 0 or 1$"):
+        B.changes_along([0, 2, 0, 1], [1.0, 2.0])
+    with pytest.raises(ValueError, match=r"^n must be an int in \[1, width\*\*depth = 9\], got 10$"):
+        B.parity_network(10, 3, 2)
+
+
+def test_xor1d_one_step_by_hand():
+    """One gradient-descent step of eq. 3.25's SSE from the documented start (He-normal w, N(0, 1) o,
+    zero biases, torch's generator at ``seed``), with the gradient written out by hand in numpy."""
+    losses, params = B.xor1d_local_optima(1, steps=1)                           # lr 0.1, seed 0 by default
+    gen = torch.Generator().manual_seed(0)
+    w = (torch.randn(2, 1, generator=gen) * math.sqrt(2.0)).numpy()[:, 0].astype(float)
+    o = torch.randn(2, 1, generator=gen).numpy()[:, 0].astype(float)
+    b, c = np.zeros(2), 0.0
+    x, y = np.array([-1.0, 0.0, 0.0, 1.0]), np.array([-1.0, 1.0, 1.0, -1.0])
+    z = w[None, :] * x[:, None] + b                                              # (points, units)
+    r = (np.maximum(z, 0) @ o + c) - y
+    on = (z > 0).astype(float)
+    gw, gb = 2 * ((r[:, None] * on * o) * x[:, None]).sum(0), 2 * (r[:, None] * on * o).sum(0)
+    go, gc = 2 * (r[:, None] * np.maximum(z, 0)).sum(0), 2 * r.sum()
+    w, b, o, c = w - 0.1 * gw, b - 0.1 * gb, o - 0.1 * go, c - 0.1 * gc
+    final = (((np.maximum(w[None, :] * x[:, None] + b, 0) @ o + c) - y) ** 2).sum()
+    np.testing.assert_allclose(params["w"][:, 0], w, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(params["o"][:, 0], o, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(params["b"][:, 0], b, atol=1e-6)
+    np.testing.assert_allclose(params["c"], [c], atol=1e-6)
+    np.testing.assert_allclose(losses, [final], rtol=1e-5)
+
+
+def test_xor1d_divergence_names_the_learning_rate():
+    with pytest.raises(FloatingPointError, match=r"by step 60 with lr=1000000\.0: the learning rate"):
+        B.xor1d_local_optima(3, steps=60, lr=1e6)
