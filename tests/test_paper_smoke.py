@@ -97,3 +97,43 @@ def test_paper_path_smoke(notebook, paper_scales, monkeypatch):
     assert (saved.stat().st_mtime_ns if saved.exists() else None) == before, "a smoke run must not save results"
     index, seconds = run.slowest
     print(f"{notebook.name} (paper smoke): {run.seconds:.1f} s, slowest cell {index}: {seconds:.1f} s")
+
+
+def test_a_smoke_run_saves_nothing_and_needs_no_clean_tree(tmp_path, monkeypatch, capsys):
+    from lib import results
+
+    monkeypatch.setenv("REPRO_SCALE", "paper")
+    monkeypatch.setenv("REPRO_PAPER_SMOKE", "1")
+    monkeypatch.delenv("REPRO_ALLOW_DIRTY", raising=False)
+    monkeypatch.setattr(results, "git_commit", lambda root=None: "abc-dirty")
+    assert results.require_clean_tree() == "abc-dirty"                  # nothing will be saved
+    assert results.save_results("demo", {"x": 1.0}, seeds=[0], wall_time_s=1.0, root=tmp_path) is None
+    assert "paper-smoke run: results not saved" in capsys.readouterr().out
+    assert not any(tmp_path.iterdir())
+    monkeypatch.setenv("REPRO_PAPER_SMOKE", "0")                       # a real paper run still refuses
+    with pytest.raises(results.DirtyTreeError):
+        results.save_results("demo", {"x": 1.0}, seeds=[0], wall_time_s=1.0, root=tmp_path)
+
+
+def test_smoke_preamble_makes_claims_soft_but_keeps_errors(tmp_path, monkeypatch):
+    import nbformat
+
+    from lib.run import NotebookFailed
+
+    monkeypatch.setenv("REPRO_SCALE", "paper")
+    monkeypatch.setenv("REPRO_PAPER_SMOKE", "1")
+    cells = ["import sys; sys.path.insert(0, %r)" % str(ROOT),
+             "from lib.checks import check\nassert 1 == 2, 'one is two'\nassert {}[1]\ncheck('c', 0.0, '>', 1.0)\n"
+             "def f():\n    assert False, 'inside'\n    return 5\nprint('after', f())",
+             "raise RuntimeError('a real error')"]
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
+    path = tmp_path / "soft.ipynb"
+    nbformat.write(nb, path)
+    with pytest.raises(NotebookFailed, match="(?s)cell 2 failed.*a real error"):
+        run_notebook(path)
+    nb.cells = nb.cells[:2]
+    nbformat.write(nb, path)
+    out = "".join(o.get("text", "") for o in run_notebook(path).notebook.cells[1].outputs)
+    for text in ("claim not holding on the stand-in data: one is two", "KeyError: 1",
+                 "check failed: c: 0.0 > 1.0 does not hold", "inside", "after 5"):
+        assert text in out
