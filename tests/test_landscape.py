@@ -540,3 +540,298 @@ def test_labels_must_be_one_dimensional(call):
     with pytest.raises(ValueError, match=r"y must be a 1-D array of 3 labels, got shape \(1, 1, 3\)"):
         call(np.array([[[0, 1, 1]]]))
     call(np.array([0, 1, 1]))  # the same labels as a 1-D vector are accepted
+
+
+# ------------------------------------------------------------------ every message word for word
+
+_X3, _y3 = np.eye(3, 5), np.array([0, 1, 1])
+_net = LS.init_net([5, 4, 3, 2], 0)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: LS.nr_rank(np.ones(3)),
+     'A must be an array with 2 dimensions (2-D), got array of shape (3,) and dtype float64'),
+    (lambda: LS.digits_data(1798),
+     'n must be an int >= 1 and <= 1797, got 1798'),
+    (lambda: LS.digits_data(0),
+     'n must be an int >= 1 and <= 1797, got 0'),
+    (lambda: LS.digits_data(5, noise_std=-1.0),
+     'noise_std must be a finite number >= 0, got -1.0'),
+    (lambda: LS.digits_data(5, seed=-1),
+     'seed must be an int >= 0, got -1'),
+    (lambda: LS.gaussian_points(0, 2),
+     'N must be an int >= 1, got 0'),
+    (lambda: LS.gaussian_points(2, 0),
+     'd must be an int >= 1, got 0'),
+    (lambda: LS.gaussian_points(2, 2, -1),
+     'seed must be an int >= 0, got -1'),
+    (lambda: LS.random_labels(0, 2),
+     'N must be an int >= 1, got 0'),
+    (lambda: LS.random_labels(2, 0),
+     'm must be an int >= 1, got 0'),
+    (lambda: LS.random_labels(2, 2, -1),
+     'seed must be an int >= 0, got -1'),
+    (lambda: LS.activate("x", "relu"),
+     "Z must be a numeric array, got str 'x'"),
+    (lambda: LS.activate(np.ones(2), "elu"),
+     "activation must be one of ('sigmoid', 'tanh', 'softplus', 'leaky_relu', 'relu', 'linear'), got str 'elu'"),
+    (lambda: LS.activate(np.ones(2), "relu", 1.0),
+     'alpha must be a finite number > 0 and < 1, got 1.0'),
+    (lambda: LS.activate(np.ones(2), "relu", 0.0),
+     'alpha must be a finite number > 0 and < 1, got 0.0'),
+    (lambda: LS.random_features(np.ones(3), 2, "relu"),
+     'X must be an array with 2 dimensions (2-D), got array of shape (3,) and dtype float64'),
+    (lambda: LS.random_features(_X3, 0, "relu"),
+     'width must be an int >= 1, got 0'),
+    (lambda: LS.random_features(_X3, 2, "elu"),
+     "activation must be one of ('sigmoid', 'tanh', 'softplus', 'leaky_relu', 'relu', 'linear'), got str 'elu'"),
+    (lambda: LS.random_features(_X3, 2, "relu", alpha=0.0),
+     'alpha must be a finite number > 0 and < 1, got 0.0'),
+    (lambda: LS.random_features(_X3, 2, "relu", alpha=1.0),
+     'alpha must be a finite number > 0 and < 1, got 1.0'),
+    (lambda: LS.random_features(_X3, 2, "relu", seed=-1),
+     'seed must be an int >= 0, got -1'),
+    (lambda: LS.exact_fit(np.ones(3), np.ones((3, 1))),
+     'F must be an array with 2 dimensions (2-D), got array of shape (3,) and dtype float64'),
+    (lambda: LS.exact_fit(np.ones((3, 2)), np.ones((2, 1))),
+     'Y must be an array of shape (3, n), got array of shape (2, 1) and dtype float64'),
+    (lambda: LS.triangular_features(np.ones(3), np.ones(3), 1.0),
+     'X must be an array with 2 dimensions (2-D), got array of shape (3,) and dtype float64'),
+    (lambda: LS.triangular_features(_X3, np.ones(4), 1.0),
+     'a must be an array of shape (5,), got array of shape (4,) and dtype float64'),
+    (lambda: LS.triangular_features(_X3, np.arange(5.0), "x"),
+     "scale must be a real number, got str 'x'"),
+    (lambda: LS.triangular_features(_X3, np.arange(5.0), 1.0, None),
+     'beta must be a real number, got None'),
+    (lambda: LS.triangular_features(_X3, np.arange(5.0), 1.0, 1.0, "tanh"),
+     "activation must be one of ('relu', 'sigmoid', 'softplus'), got str 'tanh'"),
+    (lambda: LS.triangular_features(_X3, np.zeros(5), 1.0),
+     'a: the projections <a, x_i> must be pairwise distinct (pick another direction)'),
+    (lambda: LS.grad_sandwich(LS.init_net([2, 4, 3, 2], 0), np.eye(3, 2), np.ones((3, 2)), 0),
+     'k must be an int >= 1 and <= 2, got 0'),
+    (lambda: LS.grad_sandwich(LS.init_net([2, 4, 3, 2], 0), np.eye(3, 2), np.ones((3, 2)), 3),
+     'k must be an int >= 1 and <= 2, got 3'),
+    (lambda: LS.grad_sandwich(LS.init_net([2, 4, 3, 2], 0), np.eye(4, 2), np.ones((4, 2)), 2),
+     'k: layer 2 has 3 units, fewer than N = 4 (Lemma 2.4.9 needs n_k >= N)'),
+    (lambda: LS.grad_sandwich(LS.init_net([2, 4, 3, 5, 2], 0), np.eye(3, 2), np.ones((3, 2)), 1),
+     'params: the widths above layer 1 must be non-increasing, got [4, 3, 5, 2]'),
+    (lambda: LS.grad_sandwich(LS.init_net([2, 4, 3, 2], 0), np.eye(3, 3), np.ones((3, 2)), 1),
+     'X must be an array of shape (n, 2), got array of shape (3, 3) and dtype float64'),
+    (lambda: LS.grad_sandwich(LS.init_net([2, 4, 3, 2], 0), np.eye(3, 2), np.ones((3, 3)), 1),
+     'Y must be an array of shape (3, 2), got array of shape (3, 3) and dtype float64'),
+    (lambda: LS.grad_sandwich("net", np.eye(3, 2), np.ones((3, 2)), 1),
+     "params must be a list or tuple, got str 'net'"),
+    (lambda: LS.backprop_gradient(LS.init_net([2, 4, 3, 2], 0), np.eye(3, 2), np.ones((3, 2)), 3),
+     'k must be an int >= 0 and <= 2, got 3'),
+    (lambda: LS.backprop_gradient(LS.init_net([2, 4, 3, 2], 0), np.eye(3, 2), np.ones((3, 2)), -1),
+     'k must be an int >= 0 and <= 2, got -1'),
+    (lambda: LS.backprop_gradient(LS.init_net([2, 4, 3, 2], 0), np.eye(3, 3), np.ones((3, 2)), 1),
+     'X must be an array of shape (n, 2), got array of shape (3, 3) and dtype float64'),
+    (lambda: LS.backprop_gradient(LS.init_net([2, 4, 3, 2], 0), np.eye(3, 2), np.ones((3, 3)), 1),
+     'Y must be an array of shape (3, 2), got array of shape (3, 3) and dtype float64'),
+    (lambda: LS.tiny_cnn(0),
+     'T1 must be an int >= 1, got 0'),
+    (lambda: LS.tiny_cnn(1, T3=0),
+     'T3 must be an int >= 1, got 0'),
+    (lambda: LS.tiny_cnn(1, n_out=0),
+     'n_out must be an int >= 1, got 0'),
+    (lambda: LS.tiny_cnn(1, side=5),
+     'side must be an int >= 6, got 5'),
+    (lambda: LS.tiny_cnn(1, seed=-1),
+     'seed must be an int >= 0, got -1'),
+    (lambda: LS.cnn_feature_ranks("m", np.ones((2, 64))),
+     "model must be a Sequential, got str 'm'"),
+    (lambda: LS.cnn_feature_ranks(LS.tiny_cnn(1), np.ones(64)),
+     'X must be an array with 2 dimensions (2-D), got array of shape (64,) and dtype float64'),
+    (lambda: LS.cnn_feature_ranks(LS.tiny_cnn(1), np.ones((2, 63))),
+     'X: rows must be square images, got 63 pixels'),
+    (lambda: LS.train_square("m", np.ones((2, 64)), np.ones((2, 10)), 1),
+     "model must be a Module, got str 'm'"),
+    (lambda: LS.train_square(LS.tiny_cnn(1), np.ones(64), np.ones((2, 10)), 1),
+     'X must be an array with 2 dimensions (2-D), got array of shape (64,) and dtype float64'),
+    (lambda: LS.train_square(LS.tiny_cnn(1), np.ones((2, 64)), np.ones((3, 10)), 1),
+     'Y must be an array of shape (2, n), got array of shape (3, 10) and dtype float64'),
+    (lambda: LS.train_square(LS.tiny_cnn(1), np.ones((2, 64)), np.ones((2, 10)), 0),
+     'steps must be an int >= 1, got 0'),
+    (lambda: LS.train_square(LS.tiny_cnn(1), np.ones((2, 64)), np.ones((2, 10)), 1, lr=0),
+     'lr must be a finite number > 0, got 0.0'),
+    (lambda: LS.layer_outputs(_net, _X3, 0.0),
+     'alpha (leaky-ReLU slope) must be a finite number > 0 and < 1, got 0.0'),
+    (lambda: LS.layer_outputs(_net, _X3, 1.0),
+     'alpha (leaky-ReLU slope) must be a finite number > 0 and < 1, got 1.0'),
+    (lambda: LS.layer_outputs(_net, np.ones((3, 4))),
+     'X must be an array of shape (n, 5), got array of shape (3, 4) and dtype float64'),
+    (lambda: LS.layer_outputs("net", _X3),
+     "params must be a list or tuple, got str 'net'"),
+    (lambda: LS.cross_entropy_loss(_net, _X3, [0, 1, 2]),
+     'y must be class indices >= 0 and < 2 (the number of classes); it holds 0..2, as, got list [0, 1, 2]'),
+    (lambda: LS.cross_entropy_loss(_net, _X3, [[[0, 1, 1]]]),
+     'y must be a 1-D array of 3 labels, got shape (1, 1, 3)'),
+    (lambda: LS.cross_entropy_loss(_net, _X3, [0, 1]),
+     'y must be one label per row (3 rows), got list [0, 1]'),
+    (lambda: LS.cross_entropy_loss(_net, np.ones((3, 4)), _y3),
+     'X must be an array of shape (n, 5), got array of shape (3, 4) and dtype float64'),
+    (lambda: LS.cross_entropy_loss(_net, _X3, _y3, 0.0),
+     'alpha (leaky-ReLU slope) must be a finite number > 0 and < 1, got 0.0'),
+    (lambda: LS.init_net([3]),
+     'widths must be a sequence of at least 2 item(s), got list [3]'),
+    (lambda: LS.init_net([3, 0]),
+     'widths must be an int >= 1, got 0'),
+    (lambda: LS.init_net([3, 2], -1),
+     'seed must be an int >= 0, got -1'),
+    (lambda: LS.train_ce_gd(_net, _X3, _y3, lr=0),
+     'lr must be a finite number > 0, got 0.0'),
+    (lambda: LS.train_ce_gd(_net, _X3, _y3, steps=0),
+     'steps must be an int >= 1, got 0'),
+    (lambda: LS.train_ce_gd(_net, _X3, _y3, alpha=0.0),
+     'alpha (leaky-ReLU slope) must be a finite number > 0 and < 1, got 0.0'),
+    (lambda: LS.train_ce_gd(_net, _X3, [0, 1, 2]),
+     'y must be class indices >= 0 and < 2 (the number of classes); it holds 0..2, as, got list [0, 1, 2]'),
+    (lambda: LS.train_ce_gd(_net, np.ones((3, 4)), _y3),
+     'X must be an array of shape (n, 5), got array of shape (3, 4) and dtype float64'),
+    (lambda: LS.gradient_norm(_net, _X3, _y3, alpha=1.0),
+     'alpha (leaky-ReLU slope) must be a finite number > 0 and < 1, got 1.0'),
+    (lambda: LS.gradient_norm(_net, _X3, [0, 1, 2]),
+     'y must be class indices >= 0 and < 2 (the number of classes); it holds 0..2, as, got list [0, 1, 2]'),
+    (lambda: LS.gradient_norm(_net, np.ones((3, 4)), _y3),
+     'X must be an array of shape (n, 5), got array of shape (3, 4) and dtype float64'),
+    (lambda: LS.straight_line_losses(_net, _net, _X3, _y3, n_points=1),
+     'n_points must be an int >= 2, got 1'),
+    (lambda: LS.straight_line_losses(_net, LS.init_net([5, 4, 2], 0), _X3, _y3),
+     'params_b must have the same layer shapes as params_a: [(4, 5), (3, 4), (2, 3)] vs [(4, 5), (2, 4)]'),
+    (lambda: LS.straight_line_losses("a", _net, _X3, _y3),
+     "params_a must be a list or tuple, got str 'a'"),
+    (lambda: LS.straight_line_losses(_net, "b", _X3, _y3),
+     "params_b must be a list or tuple, got str 'b'"),
+    (lambda: LS.yhat_scale(1, 0.1),
+     'm must be an int >= 2, got 1'),
+    (lambda: LS.yhat_scale(3, 0.0),
+     'target must be a finite number > 0, got 0.0'),
+    (lambda: LS.sublevel_path(LS.init_net([5, 3, 3, 2], 0), LS.init_net([5, 3, 3, 2], 1), _X3, _y3),
+     'params_a: the widths n_1 > n_2 > ... > n_L must be strictly decreasing (Thm 3.4.9), got [3, 3, 2]'),
+    (lambda: LS.sublevel_path(_net, LS.init_net([5, 4, 3, 2], 1), np.ones((3, 5)), _y3),
+     'X: rank X = 1 < N = 3; Thm 3.4.9 needs linearly independent samples (N <= d)'),
+    (lambda: LS.sublevel_path(_net, [_net[0], (np.zeros((3, 4)), np.zeros(3)), _net[2]], _X3, _y3),
+     'params_b: W_2 is rank deficient (Property 3.4.5 fails); repair it first (Lemma 3.4.7)'),
+    (lambda: LS.sublevel_path([_net[0], (np.zeros((3, 4)), np.zeros(3)), _net[2]], _net, _X3, _y3),
+     'params_a: W_2 is rank deficient (Property 3.4.5 fails); repair it first (Lemma 3.4.7)'),
+    (lambda: LS.sublevel_path(_net, [_net[0], _net[1], (np.zeros((2, 3)), np.zeros(2))], _X3, _y3),
+     'params_b: W_3 is rank deficient (Property 3.4.5 fails); repair it first (Lemma 3.4.7)'),
+    (lambda: LS.sublevel_path(_net, LS.init_net([5, 4, 3, 2], 1), _X3, _y3, points_per_stage=1),
+     'points_per_stage must be an int >= 2, got 1'),
+    (lambda: LS.sublevel_path(_net, LS.init_net([5, 4, 3, 2], 1), _X3, _y3, alpha=0.0),
+     'alpha (leaky-ReLU slope) must be a finite number > 0 and < 1, got 0.0'),
+    (lambda: LS.sublevel_path(_net, LS.init_net([5, 4, 3, 2], 1), _X3, [0, 1, 2]),
+     'y must be class indices >= 0 and < 2 (the number of classes); it holds 0..2, as, got list [0, 1, 2]'),
+    (lambda: LS.sublevel_path(_net, LS.init_net([5, 4, 2], 1), _X3, _y3),
+     'params_b must have the same layer shapes as params_a: [(4, 5), (3, 4), (2, 3)] vs [(4, 5), (2, 4)]'),
+    (lambda: LS.sublevel_path(LS.init_net([5, 2], 0), LS.init_net([5, 2], 1), _X3, _y3),
+     'params_a: the widths n_1 > n_2 > ... > n_L must be strictly decreasing (Thm 3.4.9), got [2]'),
+    (lambda: LS.sublevel_path_with_info(_net, LS.init_net([5, 4, 3, 2], 1), _X3, _y3, points_per_stage=1),
+     'points_per_stage must be an int >= 2, got 1'),
+    (lambda: LS.rank_repair_path(np.eye(3, 5), np.ones((2, 5)), np.ones(2), np.ones((1, 2))),
+     'W: the layer has 2 units, fewer than N = 3 (Lemma 3.4.14 needs n >= N)'),
+    (lambda: LS.rank_repair_path(np.ones((3, 5)), np.ones((4, 5)), np.ones(4), np.ones((1, 4))),
+     'X: the samples must be distinct (Assumption 3.4.4)'),
+    (lambda: LS.rank_repair_path(_X3, np.ones((4, 4)), np.ones(4), np.ones((1, 4))),
+     'W must be an array of shape (n, 5), got array of shape (4, 4) and dtype float64'),
+    (lambda: LS.rank_repair_path(_X3, np.ones((4, 5)), np.ones(3), np.ones((1, 4))),
+     'b must be an array of shape (4,), got array of shape (3,) and dtype float64'),
+    (lambda: LS.rank_repair_path(_X3, np.ones((4, 5)), np.ones(4), np.ones((1, 3))),
+     'Vout must be an array of shape (n, 4), got array of shape (1, 3) and dtype float64'),
+    (lambda: LS.rank_repair_path(_X3, np.ones((4, 5)), np.ones(4), np.ones((1, 4)), seed=-1),
+     'seed must be an int >= 0, got -1'),
+    (lambda: LS.rank_repair_path(_X3, np.ones((4, 5)), np.ones(4), np.ones((1, 4)), alpha=1.0),
+     'alpha (leaky-ReLU slope) must be a finite number > 0 and < 1, got 1.0'),
+    (lambda: LS.rank_repair_path(_X3, np.ones((4, 5)), np.ones(4), np.ones((1, 4)), points_per_stage=1),
+     'points_per_stage must be an int >= 2, got 1'),
+    (lambda: LS.rank_repair_path(np.ones(3), np.ones((4, 5)), np.ones(4), np.ones((1, 4))),
+     'X must be an array with 2 dimensions (2-D), got array of shape (3,) and dtype float64'),
+    (lambda: LS.descent_path(LS.init_net([5, 8, 1], 0), _X3, [0, 0, 0]),
+     'params: the output layer needs at least 2 classes'),
+    (lambda: LS.descent_path(LS.init_net([5, 2, 2], 0), _X3, _y3),
+     'params: rank F_(L-1) = 2 < N = 3; repair it first (rank_repair_path, Lemma 3.4.14)'),
+    (lambda: LS.descent_path(LS.init_net([5, 8, 2], 0), _X3, _y3, target=0),
+     'target must be a finite number > 0, got 0.0'),
+    (lambda: LS.descent_path(LS.init_net([5, 8, 2], 0), _X3, _y3, n_points=1),
+     'n_points must be an int >= 2, got 1'),
+    (lambda: LS.descent_path(LS.init_net([5, 8, 2], 0), _X3, _y3, alpha=0.0),
+     'alpha (leaky-ReLU slope) must be a finite number > 0 and < 1, got 0.0'),
+    (lambda: LS.descent_path(LS.init_net([5, 8, 2], 0), np.ones((3, 4)), _y3),
+     'X must be an array of shape (n, 5), got array of shape (3, 4) and dtype float64'),
+    (lambda: LS.descent_path(LS.init_net([5, 8, 2], 0), _X3, [0, 1, 2]),
+     'y must be class indices >= 0 and < 2 (the number of classes); it holds 0..2, as, got list [0, 1, 2]'),])
+def test_error_messages_word_for_word(call, message):
+    with pytest.raises(ValueError) as info:
+        call()
+    assert str(info.value) == message
+
+
+# ------------------------------------------------------------------ defaults
+
+def _same_nets(a, b):
+    return len(a) == len(b) and all(np.array_equal(W, V) and np.array_equal(c, d) for (W, c), (V, d) in zip(a, b))
+
+
+def test_part_b_defaults():
+    """alpha = 0.2 everywhere in part B; lr 0.5 and 300 steps; 101 line points; 50 points per stage."""
+    X, y, pa, pb = small_problem(3, N=4, d=8, widths=(6, 4, 3))
+    assert LS.cross_entropy_loss(pa, X, y) == LS.cross_entropy_loss(pa, X, y, 0.2) != LS.cross_entropy_loss(pa, X, y, 0.3)
+    assert all(np.array_equal(u, v) for u, v in zip(LS.layer_outputs(pa, X), LS.layer_outputs(pa, X, 0.2)))
+    assert LS.gradient_norm(pa, X, y) == LS.gradient_norm(pa, X, y, 0.2)
+    line = LS.straight_line_losses(pa, pb, X, y)
+    assert len(line) == 101 and np.array_equal(line, LS.straight_line_losses(pa, pb, X, y, 0.2, 101))
+    trained, hist = LS.train_ce_gd(pa, X, y)
+    trained2, hist2 = LS.train_ce_gd(pa, X, y, 0.2, 0.5, 300)
+    assert len(hist) == 300 and hist == hist2 and _same_nets(trained, trained2)
+    ta, _ = LS.train_ce_gd(pa, X, y, steps=40)
+    tb, _ = LS.train_ce_gd(pb, X, y, steps=40)
+    path = LS.sublevel_path(ta, tb, X, y)
+    ref = LS.sublevel_path(ta, tb, X, y, 0.2, 50)
+    assert len(path) == 5 * 49 + 1 and all(_same_nets(p, q) for p, q in zip(path, ref))
+    path, info = LS.sublevel_path_with_info(ta, tb, X, y)
+    assert len(path) == 246 and info["stage"].count("A") == 50 and info["stage"].count("B") == 49
+
+
+def test_part_a_defaults():
+    assert np.array_equal(LS.gaussian_points(3, 2), LS.gaussian_points(3, 2, 0))
+    assert np.array_equal(LS.random_labels(5, 3)[0], LS.random_labels(5, 3, 0)[0])
+    Xd, yd = LS.digits_data(300)
+    X2, y2 = LS.digits_data(300, math.sqrt(1e-5), 0)
+    assert np.array_equal(Xd, X2) and np.array_equal(yd, y2)
+    clean, _ = LS.digits_data(300, noise_std=0.0)
+    assert np.std(Xd - clean) == pytest.approx(math.sqrt(1e-5), rel=0.05)
+    Z = np.array([[-1.0, 2.0]])
+    assert LS.activate(Z, "leaky_relu").tolist() == [[-0.1, 2.0]]
+    G = LS.gaussian_points(6, 3, 1)
+    assert np.array_equal(LS.random_features(G, 4, "leaky_relu"), LS.random_features(G, 4, "leaky_relu", 0, 0.1))
+    a = np.array([1.0, 0.4, -0.2])
+    A1, o1 = LS.triangular_features(G, a, 2.0)
+    A2, o2 = LS.triangular_features(G, a, 2.0, 1.0, "relu")
+    assert np.array_equal(A1, A2) and np.array_equal(o1, o2)
+    assert _same_nets(LS.init_net([3, 2]), LS.init_net([3, 2], 0))
+    c1, c2 = LS.tiny_cnn(1), LS.tiny_cnn(1, 0, 20, 10, 8)
+    assert all(torch.equal(u, v) for u, v in zip(c1.state_dict().values(), c2.state_dict().values()))
+    Xi = np.random.default_rng(0).random((4, 64))
+    h1 = LS.train_square(LS.tiny_cnn(1), Xi, np.ones((4, 10)), 3)
+    h2 = LS.train_square(LS.tiny_cnn(1), Xi, np.ones((4, 10)), 3, lr=3e-3)
+    assert h1 == h2 != LS.train_square(LS.tiny_cnn(1), Xi, np.ones((4, 10)), 3, lr=4e-3)
+
+
+def test_rank_repair_and_descent_defaults():
+    rng = np.random.default_rng(0)
+    Xr = LS.gaussian_points(6, 3, 2)
+    W0 = rng.standard_normal((3, 3))
+    W, b = np.vstack([W0, W0, W0]), np.tile(rng.standard_normal(3), 3)
+    Vo = rng.standard_normal((2, 9))
+    p1 = LS.rank_repair_path(Xr, W, b, Vo)
+    p2 = LS.rank_repair_path(Xr, W, b, Vo, 0.2, 0, 20)
+    assert len(p1) == len(p2) and all(all(np.array_equal(u, v) for u, v in zip(s, t)) for s, t in zip(p1, p2))
+    assert (len(p1) - 1) % 19 == 0 and len(p1) > 20
+    Xd = LS.gaussian_points(4, 5, 3)
+    net = LS.init_net([5, 12, 3], 4)
+    yd = np.array([0, 1, 2, 1])
+    nets, s = LS.descent_path(net, Xd, yd)
+    nets2, s2 = LS.descent_path(net, Xd, yd, 0.2, 1e-3, 51)
+    assert len(nets) == 51 and s == s2 and all(_same_nets(u, v) for u, v in zip(nets, nets2))
+    assert s >= LS.yhat_scale(3, 1e-3)
