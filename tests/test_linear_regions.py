@@ -322,6 +322,7 @@ def test_regions_1d_by_hand_edge_cases():
     pieces = LR.regions_1d(net, (0, 1))
     assert [(p.lo, p.hi, p.pattern) for p in pieces] == [(0, 0.5, (False, False)), (0.5, 1, (True, True))]
     assert [float(p.A[0, 0]) for p in pieces] == [0.0, 3.0] and [float(p.c[0]) for p in pieces] == [0.0, -1.5]
+    assert [(p.lo, p.hi) for p in LR.regions_1d(net, (0, 1), min_length=0)] == [(0, 0.5), (0.5, 1)]  # no empty piece
     assert pieces[0].A.shape == (1, 1) and pieces[0].c.shape == (1,)
     # a unit with zero input weight (constant, active) never cuts; a breakpoint within min_length of an end neither
     flat = [(np.array([[0.0], [1.0]]), np.array([1.0, -1e-13])), (np.array([[1.0, 1.0]]), np.array([0.0]))]
@@ -379,6 +380,7 @@ def test_convex_hull_and_chord_by_hand():
     hull = LR._convex_hull(pts)
     assert hull.tolist() == [[0.0, 0.0], [1.0, 0.0], [1.0, 1.0], [0.0, 1.0]]  # counter-clockwise, no edge points
     assert LR._convex_hull(np.array([[1.0, 2.0], [1.0, 2.0], [0.0, 0.0]])).tolist() == [[0.0, 0.0], [1.0, 2.0]]
+    assert LR._convex_hull(np.array([[0.0, 1.0], [0.0, 0.0], [1.0, 0.0]])).tolist() == [[0.0, 0.0], [1.0, 0.0], [0.0, 1.0]]
     # chords of the unit square
     p, q = LR._chord(square, np.array([1.0, 0.0]), -0.25)                      # x1 = 0.25
     assert sorted([p.tolist(), q.tolist()]) == [[0.25, 0.0], [0.25, 1.0]]
@@ -438,7 +440,10 @@ def test_linear_regions_error_messages():
     for k, n, name in ((-1, 2, "k"), (2, -1, "n"), (True, 2, "k"), (2, 1.0, "n")):
         with pytest.raises(ValueError, match=rf"^{name} must be a non-negative int, got"):
             LR.arrangement_bound(k, n)
-    assert LR.arrangement_bound(np.int64(4), np.int64(1)) == 5
+    assert LR.arrangement_bound(np.int64(4), np.int64(1)) == 5 and LR.arrangement_bound(3, 0) == 1
+    assert LR.arrangement_bound(2, 5) == 4                                    # C(2, i) = 0 for i > 2
+    with pytest.raises(ValueError, match=r"^widths\[1\] must be"):
+        LR.region_bound((2, 0))
     with pytest.raises(ValueError, match=r"^widths must list the input dimension and at least one hidden width, got \[2\]$"):
         LR.region_bound((2,))
     regs = LR.regions_2d(random_net((2, 3, 2, 1), 1), (-1, 1, -1, 1))
