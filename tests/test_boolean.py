@@ -301,6 +301,14 @@ def test_stacked_mlp_initialisations():
     W = uni.params[0]
     assert float(W.abs().max()) <= 0.5 and float(W.abs().max()) > 0.49
     assert float(W.std()) == pytest.approx(1 / np.sqrt(12), rel=0.02)
+    # biases (both inits) uniform on +-1/sqrt(fan_in): fan-in 4 in layer 1, 8 in layer 2
+    for model in (he, uni):
+        for b, fan_in in ((model.params[1], 4), (model.params[3], 8)):
+            assert 0.98 / np.sqrt(fan_in) < float(b.abs().max()) <= 1 / np.sqrt(fan_in)
+            assert float(b.std()) == pytest.approx(1 / np.sqrt(3 * fan_in), rel=0.05)
+            assert abs(float(b.mean())) < 0.1 / np.sqrt(fan_in)
+    assert float(he.params[2].std()) == pytest.approx(np.sqrt(2 / 8), rel=0.05)   # He: fan-in 8 in layer 2
+    assert float(uni.params[2].abs().max()) <= 1 / np.sqrt(8) and float(uni.params[2].abs().max()) > 0.98 / np.sqrt(8)
     with pytest.raises(ValueError, match="^init "):
         B.StackedMLP([4, 8, 1], 2, 0.1, 0, init="xavier")
 
@@ -721,3 +729,12 @@ def test_xor1d_one_step_by_hand():
 def test_xor1d_divergence_names_the_learning_rate():
     with pytest.raises(FloatingPointError, match=r"by step 60 with lr=1000000\.0: the learning rate"):
         B.xor1d_local_optima(3, steps=60, lr=1e6)
+
+
+def test_training_divergence_is_reported_by_step_100():
+    """Weights are checked every 100 epochs and after the last: a huge lr is named with the step."""
+    xor = B.truth_table([6], 2)
+    with pytest.raises(FloatingPointError, match=r"^the training weights became NaN or infinite by step 100 with lr=1e\+30"):
+        B.train_boolean_nets(xor, 3, 2, 0.1, trials=2, epochs=150, lr=1e30, progress=False)
+    with pytest.raises(FloatingPointError, match=r"^the training weights became NaN or infinite by step 50 with lr=1e\+30"):
+        B.train_boolean_nets(xor, 3, 2, 0.1, trials=2, epochs=50, lr=1e30, progress=False)
