@@ -252,6 +252,14 @@ def test_snapshots_are_the_students_at_the_recorded_steps():
     assert np.allclose(snaps[2][0][0], two[0][0], atol=1e-15)
     with pytest.raises(ValueError, match="record_at"):
         TS.train_with_snapshots(T, st, X, 6, 0.05, [7])
+    # defaults: SGD with batch 16 and seed 0, the same draws as train_two_layer; tensors in, tensors out
+    end, snaps = TS.train_with_snapshots(T, st, X, 4, 0.05, [2])
+    for (W, b), (Wr, br) in zip(end, TS.train_two_layer(T, st, X, 4, 0.05, batch_size=16, seed=0)):
+        assert np.array_equal(W, Wr) and np.array_equal(b, br)
+    assert all(np.array_equal(W, Wr) for (W, _), (Wr, _) in zip(TS.train_two_layer(T, st, X, 4, 0.05), end))
+    tend, tsnaps = TS.train_with_snapshots(T, [(torch.tensor(W), torch.tensor(b)) for W, b in st], X, 4, 0.05, [2])
+    assert isinstance(tend[0][0], torch.Tensor) and isinstance(tsnaps[2][1][1], torch.Tensor)
+    assert np.array_equal(tsnaps[2][0][0].numpy(), snaps[2][0][0])
 
 
 def test_divergence_raises():
@@ -481,7 +489,9 @@ def test_make_student_deep_default_init_bounds():
     W1 = st[0][0]
     assert W1.max() > 0.95 * 0.25 and W1.min() < -0.95 * 0.25        # uniform over the whole range
     assert TS.make_student_deep(4, [3], 2, seed=0)[0][0].shape == (3, 4)
-    assert np.abs(TS.make_student_deep(4, [300], 2, seed=0)[0][0]).max() > 0.95 * 0.1 * 0.5   # default scale 0.1
+    default = np.abs(TS.make_student_deep(4, [300], 2)[0][0]).max()          # default scale 0.1, seed 0
+    assert 0.95 * 0.05 < default <= 0.05
+    assert np.array_equal(TS.make_student_deep(4, [3], 2)[1][0], TS.make_student_deep(4, [3], 2, scale=0.1, seed=0)[1][0])
     assert not np.allclose(TS.make_student_deep(4, [3], 2, seed=1)[0][0], TS.make_student_deep(4, [3], 2, seed=0)[0][0])
     with pytest.raises(ValueError, match="scale"):
         TS.make_student_deep(4, [3], 2, scale=0.0)
@@ -643,6 +653,7 @@ def _bad_calls():
         (lambda: TS.specialisation_steps(np.ones(3), [0, 1, 2]), "best_history must be an array with 2 or 3 or 4 dimensions"),
         (lambda: TS.specialisation_steps(np.ones((3, 2)), np.ones((3, 1))), "steps must be an array with 1 dimensions"),
         (lambda: TS.specialisation_steps(np.ones((3, 2)), [0, 1, 2], threshold=1.5), "threshold must be a finite number >= -1 and <= 1"),
+        (lambda: TS.specialisation_steps(np.ones((3, 2)), [0, 1, 2], threshold=-1.5), "threshold must be a finite number >= -1 and <= 1"),
         (lambda: TS.specialisation_steps(np.ones((3, 2)), [0, 1]), "best_history has 3 recorded steps but steps has 2"),
         (lambda: TS.specialisation_steps(np.ones((3, 2)), [0, 1, 1]), "steps must be strictly increasing"),
         (lambda: TS.fan_out_norms(3), "net must be a list or tuple"),
@@ -718,6 +729,8 @@ def _bad_calls():
         (lambda: TS.train_deep(D, TS.make_student_deep(2, [7, 6], 2), DX, 1, 0.1),
          "X has 3 columns but the teacher takes 3 inputs and the student 2"),
         (lambda: TS.train_deep(D, Ds, DX, 1, 0.1, record_at=3), "record_at must be a list or tuple"),
+        (lambda: TS.train_deep(TS.make_teacher_deep(2, [5, 4], 2, DX[:, :2]), Ds, DX, 1, 0.1),
+         "X has 3 columns but the teacher takes 2 inputs and the student 3"),
     ]
     return [(call, "^" + re.escape(msg)) for call, msg in cases]
 
@@ -798,14 +811,18 @@ def test_a_node_exactly_at_its_kink_gets_no_gradient_like_autograd():
 
 @pytest.mark.parametrize("steps, step", [(300, 256), (10, 10)])
 def test_divergence_is_reported_at_the_checked_step(steps, step):
+    import warnings
     T, st, X = small_setup()
-    with pytest.raises(TrainingDivergedError,
-                       match=rf"^the training student weights became NaN or infinite by step {step} with lr=100.0"):
-        TS.train_two_layer(T, st, 1e30 * X, steps, 100.0, batch_size=None)
     D, Ds, DX = deep_setup()
-    with pytest.raises(TrainingDivergedError,
-                       match=rf"^the training student weights became NaN or infinite by step {step} with lr=100.0"):
-        TS.train_deep(D, Ds, 1e30 * DX, steps, 100.0, batch_size=None)
+    match = rf"^the training student weights became NaN or infinite by step {step} with lr=100.0"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")   # the trainers silence numpy's overflow warnings and raise their own error
+        with pytest.raises(TrainingDivergedError, match=match):
+            TS.train_two_layer(T, st, 1e30 * X, steps, 100.0, batch_size=None)
+        with pytest.raises(TrainingDivergedError, match=match):
+            TS.train_with_snapshots(T, st, 1e30 * X, steps, 100.0, [0], batch_size=None)
+        with pytest.raises(TrainingDivergedError, match=match):
+            TS.train_deep(D, Ds, 1e30 * DX, steps, 100.0, batch_size=None)
 
 
 def _numpy_step(teacher, student, x, lr):
@@ -816,3 +833,55 @@ def _numpy_step(teacher, student, x, lr):
     e = (np.maximum(x @ T1.T + c1, 0) @ T2.T + c2) - (h @ W2.T + b2)
     g1 = (e @ W2) * (z > 0)
     return [(W1 + lr * g1.T @ x / len(x), b1 + lr * g1.mean(0)), (W2 + lr * e.T @ h / len(x), b2 + lr * e.mean(0))]
+
+
+def test_specialisation_steps_take_four_dimensional_histories():
+    hist = np.zeros((2, 3, 4, 2))
+    hist[..., 2:, :] = 1.0
+    assert np.array_equal(TS.specialisation_steps(hist, [0, 10, 20, 30], 0.5), np.full((2, 3, 2), 20.0))
+
+
+def test_deep_defaults_and_kinks():
+    T, st, X = deep_setup(S=2, N=100)
+    a, sa = TS.train_deep(T, st, X, 3, 0.05)
+    b, _ = TS.train_deep(T, st, X, 3, 0.05, batch_size=64, seed=0, record_at=[])
+    assert sa == {} and all(np.array_equal(x[0], y[0]) for x, y in zip(a, b))
+    c, _ = TS.train_deep(T, st, X, 3, 0.05, batch_size=63)
+    assert not np.allclose(a[0][0], c[0][0])
+    assert all(np.array_equal(x[0], y[0]) for x, y in zip(TS.make_teacher_deep(3, [4], 2, X), TS.make_teacher_deep(3, [4], 2, X, seed=0)))
+    # a student node exactly at its kink (pre-activation 0 on every input) gets no gradient, as in autograd
+    one = [(W[0].copy(), b[0].copy()) for W, b in st]
+    one[1][0][2], one[1][1][2] = 0.0, 0.0
+    got, _ = TS.train_deep(T, one, X, 1, 0.1, batch_size=None)
+    want = autograd_gd_step(T, one, X, 0.1)
+    for (W, b), (Wr, br) in zip(got, want):
+        assert np.allclose(W, Wr, atol=1e-13) and np.allclose(b, br, atol=1e-13)
+    g = TS.recursive_gradients(T, one, X)
+    assert np.all(g[1][:, 2] == 0) and np.max(np.abs(g[1] - autograd_gated_gradients(T, one, X)[1])) < 1e-12
+
+
+def test_teacher_aware_augment_with_unnormalised_weights_and_a_sample_on_the_band_edge():
+    T = [(np.array([[2.0, 0.0]]), np.array([0.0])), (np.array([[1.0]]), np.array([0.0]))]
+    X = np.array([[0.5, 1.0], [0.75, 0.0], [0.25, 3.0]])
+    A = TS.teacher_aware_augment(X, T, 0.1, 0.5)           # distances to the boundary x1 = 0: 0.5 (edge), 0.75, 0.25
+    want = np.concatenate([X, X[[0, 2]] + [0.1, 0.0], X[[0, 2]] - [0.1, 0.0]])
+    assert np.allclose(A, want)
+
+
+def test_teacher_aware_inputs_shift_along_the_weight_and_project_onto_the_boundary():
+    rng = np.random.default_rng(0)
+    W1 = rng.standard_normal((3, 30))
+    W1 = 2.0 * W1 / np.linalg.norm(W1, axis=1, keepdims=True)             # ||w|| = 2, bias 0
+    T = [(W1, np.zeros(3)), (np.ones((2, 3)), np.zeros(2))]
+    X = TS.teacher_aware_inputs(T, 900, std=1.5, alpha=(1.0, 2.0), seed=1)
+    k = 100
+    assert np.allclose(np.linalg.norm(X, axis=1), 1.5 * math.sqrt(30))
+    for j in range(3):
+        base, plus, minus = X[3 * j * k:(3 * j + 1) * k], X[(3 * j + 1) * k:(3 * j + 2) * k], X[(3 * j + 2) * k:(3 * j + 3) * k]
+        assert np.max(np.abs(base @ W1[j])) < 1e-9                        # on teacher j's boundary
+        # base ~ N(0, 1.5^2) on the 29-dim boundary, shifted by a w_j (a ~ U[1, 2], ||w_j|| = 2), rescaled to norm 1.5 sqrt(30):
+        # the shift's share of the norm is 2a / sqrt(1.5^2 29 + 4a^2) ~ 0.37 on average
+        share = (plus @ W1[j] / 2) / np.linalg.norm(plus, axis=1)
+        assert 0.1 < share.min() and share.max() < 0.75                  # |base| ~ 1.5 sqrt(29), chi spread
+        assert 0.3 < share.mean() < 0.44 and np.allclose(-(minus @ W1[j]).mean() / 2 / np.linalg.norm(minus, axis=1).mean(), share.mean(), atol=0.05)
+    assert np.array_equal(TS.teacher_aware_inputs(T, 90), TS.teacher_aware_inputs(T, 90, std=1.5, seed=0))
