@@ -237,7 +237,10 @@ def test_train_square_on_a_plain_mlp():
     Y = np.random.default_rng(2).standard_normal((10, 2))
     torch.manual_seed(0)
     model = torch.nn.Sequential(torch.nn.Linear(3, 20), torch.nn.Tanh(), torch.nn.Linear(20, 2)).double()
+    with torch.no_grad():
+        start = 0.5 * ((model(torch.tensor(X)) - torch.tensor(Y)) ** 2).sum().item() / 10
     hist = LS.train_square(model, X, Y, 200, lr=1e-2)
+    assert hist[0] == pytest.approx(start, rel=1e-12)  # the loss before the first step, 1/(2N) ||f - Y||^2
     with torch.no_grad():
         final = 0.5 * ((model(torch.tensor(X)) - torch.tensor(Y)) ** 2).sum().item() / 10
     assert final < hist[0] / 2
@@ -435,6 +438,7 @@ def test_descent_path_is_monotone_and_reaches_yhat():
     assert np.all(np.diff(losses) <= 1e-12)
     assert np.isclose(losses[-1], math.log1p(2 * math.exp(-s)), rtol=1e-6)
     assert s >= LS.yhat_scale(3, 1e-3) and s >= 2 * np.abs(forward_f64(net, X, 0.2)).max()
+    assert s == max(LS.yhat_scale(3, 1e-3), 2 * np.abs(forward_f64(net, X, 0.2)).max())  # the larger of the two
     assert all(np.array_equal(W, W0) for p in path for (W, _), (W0, _) in zip(p[:-1], net[:-1]))
     assert np.array_equal(path[0][-1][0], net[-1][0])
     with pytest.raises(ValueError, match="rank F_"):
