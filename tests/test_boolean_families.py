@@ -180,3 +180,34 @@ def test_parity_solvable_power_and_input_bound():
     assert BF.parity_solvable(8, 2, 3) and not BF.parity_solvable(9, 2, 3)  # 2**3 = 8 (not 2 * 3)
     with pytest.raises(ValueError, match=rf"^n \(the number of inputs\) must be an int >= 1 and <= {BF.MAX_N}, got 13$"):
         BF.parity_solvable(BF.MAX_N + 1, 2, 1)
+
+
+def test_input_size_bound_and_single_tables():
+    # tables of 13 inputs (2**13 entries) are refused before any work; a single 1-D table is one row
+    big = np.zeros(2 ** (BF.MAX_N + 1), dtype=np.uint8)
+    with pytest.raises(ValueError, match=r"^tables \(truth table\): truth tables of n = 13 inputs are not supported here \(at most n = 12\)$"):
+        BF.fourier_metrics(big)
+    with pytest.raises(ValueError, match=r"^tables \(truth table\): truth tables of n = 13 inputs are not supported here \(at most n = 12\)$"):
+        BF.train_accuracy(big, 2, 1, 0.1, 1, 1, progress=False)
+    m = BF.fourier_metrics([0, 1, 1, 0])                    # XOR: degree 2, influence 2, entropy 0
+    assert m["degree"].tolist() == [2.0] and m["influence"].tolist() == pytest.approx([2.0])
+    assert m["entropy"].tolist() == pytest.approx([0.0], abs=1e-12)
+    assert BF.parity_solvable(4, 2, 2) is True and BF.parity_solvable(5, 2, 2) is False
+
+
+def test_train_accuracy_shows_progress_by_default(capsys):
+    BF.train_accuracy(np.array([[0, 1, 1, 0]]), 2, 1, 0.1, 1, 2)
+    assert "n=2 2x1" in capsys.readouterr().err          # the progress bar's label
+    BF.train_accuracy(np.array([[0, 1, 1, 0]]), 2, 1, 0.1, 1, 2, progress=False)
+    assert capsys.readouterr().err == ""
+
+
+def test_xor_parity_metrics_by_hand():
+    # h = x1 (one coefficient, on {1}): g = x1 XOR parity_n has its one coefficient on {2..n}: degree n - 1,
+    # influence n - 1, entropy 0; h = x1 AND x2 has coefficients on {}, {1}, {2}, {1,2}: lowest |S| = 0
+    x1 = B.table_to_id(np.repeat([0, 1], 8))
+    and12 = B.table_to_id(np.repeat([0, 0, 0, 1], 4))
+    m = BF.xor_parity_metrics(6, ids=[x1, and12])
+    assert m["degree"].tolist() == [5.0, 6.0]
+    assert m["influence"].tolist() == pytest.approx([5.0, 6 - 1.0])    # I(x1 AND x2) = 2 * 1/2
+    assert m["entropy"][0] == pytest.approx(0.0, abs=1e-12) and m["entropy"][1] == pytest.approx(2.0)
