@@ -445,3 +445,82 @@ def test_error_messages_name_the_argument(i):
     call, pattern = _EQ_BAD[i]
     with pytest.raises((ValueError, TypeError, RuntimeError), match=pattern):
         call()
+
+
+# ---- geometry helpers, symmetries and counterexamples by hand (issue 16: values, not shapes) ----------------
+
+def test_interval_union_line_key_chord_and_segments_by_hand():
+    assert E._interval_union([(3, 4), (0, 1), (0.5, 2), (4 + 1e-11, 5)]) == [(0, 2), (3, 5)]   # touching: merged
+    assert E._interval_union([(0, 1), (1 + 1e-9, 2)]) == [(0, 1), (1 + 1e-9, 2)]                # a real gap stays
+    p, q = np.array([0.0, 1.0]), np.array([2.0, 1.0])                   # the line y = 1
+    key = E._line_key(p, q)
+    np.testing.assert_allclose(key, [0.0, 1.0, -1.0], atol=1e-15)
+    np.testing.assert_allclose(E._line_key(q, p), key, atol=1e-15)     # orientation-free
+    np.testing.assert_allclose(E._line_key(np.array([1.0, 0.0]), np.array([0.0, 1.0])),
+                               np.array([1.0, 1.0, -1.0]) / np.sqrt(2), atol=1e-15)   # x + y = 1
+    np.testing.assert_allclose(E._line_params(key, np.array([p, q])), [0.0, -2.0], atol=1e-15)
+    square = np.array([[0.0, 0.0], [2.0, 0.0], [2.0, 2.0], [0.0, 2.0]])
+    assert E._chord(key, square) == pytest.approx((-2.0, 0.0))
+    assert E._chord(np.array([0.0, 1.0, -3.0]), square) is None                       # y = 3 misses
+    assert E._chord(np.array([1.0, 1.0, -4.0]) / np.sqrt(2), square) is None           # touches one corner
+    assert E._chord(np.array([1.0, 0.0, -0.5]), square) == pytest.approx((0.0, 2.0))   # x = 1/2, t = y
+    seg = [(p, q)]
+    assert E._on_segments(np.array([1.0, 1.0]), seg) and not E._on_segments(p, seg)     # open at its ends
+    assert not E._on_segments(np.array([1.0, 1.0 + 1e-6]), seg) and not E._on_segments(np.array([3.0, 1.0]), seg)
+
+
+def test_box_crossing_canonicalize_and_apply_symmetry_by_hand():
+    W, b = np.array([[1.0, 0.0], [0.0, 2.0], [1.0, 1.0]]), np.array([0.5, 3.0, -2.0])
+    assert E._box_crossing(W, b, (-1.0, 1.0)).tolist() == [True, False, False]   # x = -1/2 only; x + y = 2 at a corner
+    net = [(np.array([[3.0, 4.0], [0.0, 0.0]]), np.array([0.0, 0.0])), (np.array([[2.0, 1.0]]), np.array([1.0]))]
+    c = E.canonicalize(net)
+    np.testing.assert_allclose(c[0][0], [[0.6, 0.8], [0.0, 0.0]])         # unit rows; a zero unit is left alone
+    np.testing.assert_allclose(c[1][0], [[10.0, 1.0]])
+    np.testing.assert_allclose(c[1][1], [1.0])
+    # new unit j = old unit perms[j] times scales[j]: rows permuted and scaled, the next layer's columns divided
+    W1, b1, W2 = np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([5.0, 6.0]), np.array([[7.0, 8.0]])
+    out = E.apply_symmetry([(W1, b1), (W2, np.array([9.0]))], [np.array([1, 0])], [np.array([2.0, 0.5])])
+    np.testing.assert_allclose(out[0][0], [[6.0, 8.0], [0.5, 1.0]])
+    np.testing.assert_allclose(out[0][1], [12.0, 2.5])
+    np.testing.assert_allclose(out[1][0], [[4.0, 14.0]])
+    np.testing.assert_allclose(out[1][1], [9.0])
+    perms, scales, err = E.align([(W1, b1), (W2, np.array([9.0]))], out)
+    assert perms[0].tolist() == [1, 0] and np.allclose(scales[0], [2.0, 0.5]) and err < 1e-12
+    assert E.equivalent([(W1, b1), (W2, np.array([9.0]))], out, atol=1e-12)
+
+
+def test_lemma21_lengths_by_hand():
+    z = np.zeros(2)
+    edges = [E.Edge(z, np.array([2.0, 0.0]), 0, 1, [(1, 0)], True),     # zero set and fold: 2 (seen twice)
+             E.Edge(z, np.array([2.0, 0.0]), 1, 0, [(1, 0)], True),
+             E.Edge(z, np.array([0.0, 3.0]), 0, 2, [(2, 1)], False),    # zero set, no fold: 3 seen once
+             E.Edge(z, np.array([0.0, 4.0]), 0, 3, [], True),           # fold without a zero set: 4 seen once
+             E.Edge(z, np.array([5.0, 0.0]), 0, -1, [(1, 0)], True)]    # on the domain boundary: not counted
+    assert E.lemma21_lengths(edges) == {"zero_and_fold": 2.0, "zero_not_fold": 1.5, "fold_not_zero": 2.0}
+    assert edges[2].length == 3.0
+
+
+@pytest.mark.parametrize("delta", [0.3, -0.2])
+def test_counterexamples_have_their_documented_structure(delta):
+    corners = np.array([[-1.0, -1.0], [-1.0, 1.0], [1.0, -1.0], [1.0, 1.0]])
+    for name in E.COUNTEREXAMPLES:
+        theta, eta, alpha = E.counterexample(name, delta=delta)
+        assert alpha == (0.1 if name == "leaky_sign_flip" else 0.0)
+        assert np.abs(E.forward(theta, X2, alpha) - E.forward(eta, X2, alpha)).max() < 1e-12
+        assert not E.equivalent(theta, eta)
+    (W1, b1), (W2, b2), _ = E.counterexample("always_active", delta=delta)[0]
+    assert (corners @ W1[0] + b1[0]).min() > abs(delta)                 # positive on the whole box
+    eta = E.counterexample("always_active", delta=delta)[1]
+    np.testing.assert_allclose(eta[0][1] - b1, [delta, 0.0], atol=1e-15)
+    (W1, b1), _, _ = E.counterexample("dead_neuron")[0]
+    assert (corners @ W1[0] + b1[0]).max() < 0                          # negative on the whole box
+    theta, eta, _ = E.counterexample("width_one", delta=delta)
+    assert E.preactivations(theta, X2)[1].min() > abs(delta)            # the width-1 layer is always active
+    np.testing.assert_allclose(eta[1][1] - theta[1][1], [delta], atol=1e-15)
+    for name in ("sign_flip_231", "leaky_sign_flip"):
+        theta, eta, _ = E.counterexample(name)
+        np.testing.assert_allclose(theta[1][0] @ theta[0][0], 0, atol=1e-12)   # a^T W = 0
+        np.testing.assert_allclose(eta[0][0], -theta[0][0])
+        np.testing.assert_allclose(eta[0][1], -theta[0][1])
+    theta, eta, _ = E.counterexample("non_transparent", delta=delta)
+    assert not E.check_transparent(theta) and eta[1][0] is theta[1][0]
