@@ -748,12 +748,13 @@ def unswept() -> list[str]:
     for m in MODULES:
         mod = importlib.import_module(f"lib.{m}")
         for name, obj in vars(mod).items():
-            if name.startswith("_") or getattr(obj, "__module__", None) != mod.__name__:
-                continue
+            if name.startswith("_") or "__mutmut" in name or getattr(obj, "__module__", None) != mod.__name__:
+                continue  # (mutmut's copies of each function, x_<name>__mutmut_<k>, are not the module's API)
             if inspect.isclass(obj):
                 if dataclasses.is_dataclass(obj) or issubclass(obj, BaseException):
                     continue
-                members = [(f"{name}.{k}", v) for k, v in vars(obj).items() if not k.startswith("_") and inspect.isfunction(v)]
+                members = [(f"{name}.{k}", v) for k, v in vars(obj).items()
+                           if not k.startswith("_") and "__mutmut" not in k and inspect.isfunction(v)]
                 members.append((name, obj))
             elif inspect.isfunction(obj):
                 members = [(name, obj)]
