@@ -36,8 +36,10 @@ SMOKE_OVERRIDES: dict = {
     "inductive_bias": {"ngd_schedule": ((0.003, 2), (0.001, 2)), "resnet_ngd_schedule": ((0.01, 2),)},
     # lib.data.SMOKE_SIZES: 6 CIFAR-100 images per class, 2 for training (X = 3), 1 for validation, 3
     # unlabelled; one epoch (the paper's CNN costs about 0.2 GFLOP per image and step)
-    "multi_exit": {"n_per_class": 3, "n_val_per_class": 1, "epochs": 1,
+    "multi_exit": {"n_per_class": 3, "n_val_per_class": 1, "epochs": 1, "const_taus": (1.0, 4.0),
                    "data_sizes": (2, 3), "data_size_epochs": (1, 1)},
+    # deep teachers: two data sizes (the paper's largest is 2,000,000 samples), 40 steps recorded every 20
+    "student_specialisation_deep": {"ns": (2000, 5000), "steps": 40, "every": 20},
     "distillation": {"deep_steps": QUICK, "mc_test": 10_000},  # one chunk of 10^4 Monte-Carlo test points
     # IMDB (§4.6.3): the VAE and one MAE target, not four (each LSTM model decodes 2,000 sentences)
     "mutual_autoencoder": {"imdb_targets": (5.0,)},
