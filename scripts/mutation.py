@@ -139,7 +139,10 @@ def run_module(path: str, max_children: int) -> dict:
     """Run mutmut on one module and return its new record entry (the old equivalent judgements kept)."""
     module = module_name(path)
     cmd = [sys.executable, "-m", "mutmut", "run", "--max-children", str(max_children), f"lib.{module}.*"]
-    subprocess.run(cmd, cwd=ROOT, check=True, stdout=subprocess.DEVNULL)
+    run = subprocess.run(cmd, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    if run.returncode:  # e.g. "failed to collect stats": a unit test fails on the unmutated code
+        tail = "\n".join(line for line in run.stdout.splitlines() if "FAILED" in line or "failed" in line)
+        raise RuntimeError(f"mutmut exited with status {run.returncode}:\n{tail or run.stdout[-3000:]}")
     text = subprocess.run([sys.executable, "-m", "mutmut", "results", "--all", "true"], cwd=ROOT, check=True,
                           capture_output=True, text=True).stdout
     statuses = parse_results(text, module)
