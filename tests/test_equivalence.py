@@ -524,3 +524,21 @@ def test_counterexamples_have_their_documented_structure(delta):
         np.testing.assert_allclose(eta[0][1], -theta[0][1])
     theta, eta, _ = E.counterexample("non_transparent", delta=delta)
     assert not E.check_transparent(theta) and eta[1][0] is theta[1][0]
+
+
+def test_flip_sets_margin_and_jacobian_rank_by_hand():
+    W1, b1 = np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]), np.array([0.1, 0.2, -0.3])
+    # output weights (1, 1, -1): the terms W_2[:, i] W_1[i] are (1,0), (0,1), (-1,-1): only all three sum to 0
+    got = E.flip_sets([(W1, b1), (np.array([[1.0, 1.0, -1.0]]), np.zeros(1))])
+    assert got["subsets"] == [(), (0, 1, 2)] and got["margin"] == 0.0
+    assert got["hypotheses"] == {"crosses": True, "distinct": True, "outputs_nonzero": True}
+    # (1, 2, 1): terms (1,0), (0,2), (1,1) of largest entry 2; the smallest non-empty sum is a single term, 1/2
+    got = E.flip_sets([(W1, b1), (np.array([[1.0, 2.0, 1.0]]), np.zeros(1))])
+    assert got["subsets"] == [()] and got["margin"] == pytest.approx(0.5, rel=1e-15)
+    assert not E.flip_sets([(W1, b1), (np.array([[1.0, 0.0, 1.0]]), np.zeros(1))])["hypotheses"]["outputs_nonzero"]
+    # a 1-1-1 net at two points where the unit is active: J = [[x, 1, x, 1]] has rank 2, the bound is 4 - 1
+    net = [(np.array([[1.0]]), np.zeros(1)), (np.array([[1.0]]), np.zeros(1))]
+    X = np.array([[0.5], [1.0]])
+    np.testing.assert_allclose(E.param_jacobian(net, X), [[0.5, 1.0, 0.5, 1.0], [1.0, 1.0, 1.0, 1.0]])
+    assert E.jacobian_rank(net, X) == (2, 3)
+    assert E.jacobian_rank(net, np.array([[-0.5], [-1.0]])) == (1, 3)    # inactive: only the output bias moves h
