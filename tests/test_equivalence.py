@@ -542,3 +542,28 @@ def test_flip_sets_margin_and_jacobian_rank_by_hand():
     np.testing.assert_allclose(E.param_jacobian(net, X), [[0.5, 1.0, 0.5, 1.0], [1.0, 1.0, 1.0, 1.0]])
     assert E.jacobian_rank(net, X) == (2, 3)
     assert E.jacobian_rank(net, np.array([[-0.5], [-1.0]])) == (1, 3)    # inactive: only the output bias moves h
+
+
+def test_random_networks_and_symmetries_follow_their_distributions():
+    W1, b1 = E.random_network([800, 600, 1], seed=3, bias_std=0.25)[0]
+    assert W1.shape == (600, 800) and W1.std() == pytest.approx(np.sqrt(2 / 800), rel=0.01)   # He normal
+    assert abs(W1.mean()) < 1e-3 and b1.std() == pytest.approx(0.25, rel=0.1)
+    assert np.array_equal(E.random_network([3, 2, 1], 5)[0][0], E.random_network([3, 2, 1], 5)[0][0])
+    net = E.random_network([2, 500, 400, 1], seed=0)
+    perms, scales = E.random_symmetry(net, seed=1, log_std=0.2)
+    assert [sorted(p.tolist()) for p in perms] == [list(range(500)), list(range(400))]
+    assert np.log(np.concatenate(scales)).std() == pytest.approx(0.2, rel=0.1) and min(map(np.min, scales)) > 0
+    assert all(np.all(s == 1.0) for s in E.random_symmetry(net, seed=1, log_std=0.0)[1])
+
+
+def test_one_layer_network_construction_and_counting_oracle():
+    (W, b), (W2, c) = E.one_layer_network([3, 40, 2], seed=4, domain=(0.0, 2.0))
+    norms = np.linalg.norm(W, axis=1)
+    assert W.shape == (40, 3) and W2.shape == (2, 40) and c.shape == (2,)
+    assert norms.min() > 0.5 and norms.max() < 2.0 and 0.5 < np.abs(W2).min() and np.abs(W2).max() < 1.5
+    assert np.all(E._box_crossing(W, b, (0.2, 1.8)))    # each passes through a point of the inner 80 % of (0, 2)^3
+    calls = []
+    oracle = E.CountingOracle(lambda X: calls.append(len(X)) or X[:, 0])
+    oracle(np.zeros((5, 2)))
+    oracle(np.zeros((0, 2)))
+    assert (oracle.n_queries, oracle.n_calls, calls) == (5, 2, [5, 0])
