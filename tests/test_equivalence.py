@@ -567,3 +567,27 @@ def test_one_layer_network_construction_and_counting_oracle():
     oracle(np.zeros((5, 2)))
     oracle(np.zeros((0, 2)))
     assert (oracle.n_queries, oracle.n_calls, calls) == (5, 2, [5, 0])
+
+
+def test_regions_edges_and_greedy_layers_of_two_axis_lines_by_hand():
+    # units x and y; only x reaches the output: both axes are zero sets, only x = 0 is a fold
+    net = [(np.eye(2), np.zeros(2)), (np.array([[1.0, 0.0]]), np.zeros(1))]
+    regions = E.linear_regions_2d(net)
+    assert sorted(r.pattern for r in regions) == sorted([(True, True), (True, False), (False, True), (False, False)])
+    for r in regions:                                      # each quadrant has area 1 and h = max(x, 0) on it
+        assert abs(E._area(r.poly)) == pytest.approx(1.0, abs=1e-12)
+        np.testing.assert_allclose(r.out[0], [[1.0 if r.pattern[0] else 0.0, 0.0]], atol=1e-15)
+    edges = E.region_edges(net, regions)
+    inner = [e for e in edges if e.neighbour >= 0]
+    assert len(inner) == 8 and all(e.length == pytest.approx(1.0) for e in inner)
+    for e in inner:                                        # the unit vanishing on the edge; folds only on x = 0
+        on_x = abs(e.p[0]) < 1e-12 and abs(e.q[0]) < 1e-12
+        assert e.units == [(1, 0) if on_x else (1, 1)] and e.fold == on_x
+        assert regions[e.neighbour].pattern != regions[e.region].pattern
+    assert E.lemma21_lengths(edges) == pytest.approx({"zero_and_fold": 2.0, "zero_not_fold": 2.0, "fold_not_zero": 0.0})
+    g = E.greedy_layers(regions, edges)
+    assert len(g["pieces"]) == 1 and g["pieces"][0]["order"] == 1 and g["pieces"][0]["layer"] == 1
+    np.testing.assert_allclose(g["pieces"][0]["key"], [1.0, 0.0, 0.0], atol=1e-15)
+    (p, q), = g["pieces"][0]["segments"]
+    np.testing.assert_allclose(sorted([p[1], q[1]]), [-1.0, 1.0], atol=1e-12)
+    assert g["graph"] == [] and g["longest_path"] == [0] and g["unassigned_length"] == 0.0
