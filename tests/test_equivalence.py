@@ -591,3 +591,13 @@ def test_regions_edges_and_greedy_layers_of_two_axis_lines_by_hand():
     (p, q), = g["pieces"][0]["segments"]
     np.testing.assert_allclose(sorted([p[1], q[1]]), [-1.0, 1.0], atol=1e-12)
     assert g["graph"] == [] and g["longest_path"] == [0] and g["unassigned_length"] == 0.0
+
+
+def test_check_transparent_sampling_path_checks_the_corners():
+    # one unit x1 + x2 + x3 + b: inactive only within 3 - b of the corner (-1, -1, -1); for b = 2.99 that region
+    # is 2e-8 of the box, which 20 000 samples miss and the corners catch; for b = 3.01 the unit is always active
+    net = lambda b: [(np.ones((1, 3)), np.array([b])), (np.ones((1, 1)), np.zeros(1))]
+    assert not E.check_transparent(net(2.99)) and not E.check_transparent(net(2.99), n_samples=1)
+    assert E.check_transparent(net(3.01), n_samples=1)
+    assert not E.check_transparent(net(3.01), domain=(-1.1, 1.1), n_samples=1)    # the corners of the given box
+    assert E.check_transparent(net(-2.0), domain=(1.0, 2.0), n_samples=5)          # x1 + x2 + x3 >= 3 there
