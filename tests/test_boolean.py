@@ -738,3 +738,18 @@ def test_training_divergence_is_reported_by_step_100():
         B.train_boolean_nets(xor, 3, 2, 0.1, trials=2, epochs=150, lr=1e30, progress=False)
     with pytest.raises(FloatingPointError, match=r"^the training weights became NaN or infinite by step 50 with lr=1e\+30"):
         B.train_boolean_nets(xor, 3, 2, 0.1, trials=2, epochs=50, lr=1e30, progress=False)
+
+
+def test_id_transform_lookup_tables_against_the_tables():
+    """The byte lookup tables behind npn_class_ids_all and swaps_all, called directly (not through their
+    caches): the id of f maps to the id of f o T, read off the transformed truth table."""
+    rng = np.random.default_rng(8)
+    for n in (2, 3, 4):
+        luts, chunk = B._id_permuters(n)
+        maps = B.npn_transforms(n)
+        assert chunk == min(8, 2 ** n) and len(luts) == 2 ** n // chunk
+        ids = rng.integers(0, 2 ** (2 ** n), 12)
+        tables = B.truth_table(ids, n)
+        for t in rng.choice(len(maps), 6, replace=False):
+            expected = [int("".join(map(str, row[maps[t]])), 2) for row in tables]
+            assert B._transform_ids(ids, luts, chunk, t).tolist() == expected
