@@ -642,3 +642,28 @@ def test_bands54_draw_protocol():
     Xb, yb = DR.bands54(n, seed)
     np.testing.assert_array_equal(Xb, X)
     np.testing.assert_array_equal(yb, y)
+
+
+def test_sampler_default_seeds_are_zero():
+    for fn in (DR.islands, DR.xor_margin, DR.bands54):
+        a, b = fn(20), fn(20, 0)
+        np.testing.assert_array_equal(a[0], b[0])
+        np.testing.assert_array_equal(a[1], b[1])
+
+
+def test_example_names_and_width3_weights_exactly():
+    names = [e.name for e in (DR.example_53(), DR.example_54(), DR.example_55(), DR.width3_disconnected())]
+    assert names == ["(5.3) non-pyramidal 2-1-2-2", "(5.4) rank-1 W_1", "(5.5) pyramidal ReLU", "width 3 = d + 1, full rank"]
+    (W1, b1), (W2, b2) = DR.width3_disconnected(0.25).params
+    assert W1.tolist() == [[1, 0], [-1, 0], [0, 1]] and b1.tolist() == [-1, -1, 0]  # the spec's D2 weights
+    assert W2.tolist() == [[1, 1, 0], [0, 0, 0]] and b2.tolist() == [0, -0.5]
+
+
+def test_closed_form_55_excludes_its_boundaries():
+    """On each boundary line the outputs tie: neither the closed form nor the (open) region holds the point."""
+    ex = DR.example_55()
+    on = np.array([[1.0, -5.0], [-5.0, 1.0], [0.5, 0.5], [1.0, 6.0]])
+    assert not ex.closed_form(on).any()
+    assert not DR.region_masks(ex.params, on, 0.0)[:, 0].any()
+    inside = np.array([[0.999, -5.0], [-5.0, 0.999], [0.499, 0.5], [0.999, 6.0]])
+    assert ex.closed_form(inside).all() and DR.region_masks(ex.params, inside, 0.0)[:, 0].all()
