@@ -294,3 +294,27 @@ def test_chapter_scales_in_a_smoke_run(monkeypatch):
     assert "Config: Run(steps=1, width=256)" in text
     monkeypatch.setenv("REPRO_PAPER_SMOKE", "0")
     assert scale.banner(ch).startswith("Chapter 'demo': scale = 'paper'")
+
+
+@pytest.mark.parametrize("cuda,mps", [(True, False), (False, True), (True, True), (False, False)])
+def test_available_asks_torch_for_each_kind(monkeypatch, cuda, mps):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: cuda)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: mps)
+    assert scale._available("cuda") is cuda and scale._available("mps") is mps
+
+
+def test_available_without_an_mps_backend(monkeypatch):
+    import torch
+
+    monkeypatch.delattr(torch.backends, "mps")  # an older torch: no MPS backend at all
+    assert scale._available("mps") is False
+
+
+def test_missing_device_message_in_full(monkeypatch):
+    _fake_devices(monkeypatch)
+    monkeypatch.setenv("REPRO_DEVICE", "cuda")
+    with pytest.raises(ValueError, match=r"^REPRO_DEVICE='cuda', but this machine has no cuda device "
+                                         r"\(use REPRO_DEVICE=auto or cpu\)$"):
+        scale.current_device()
