@@ -99,22 +99,6 @@ def test_paper_path_smoke(notebook, paper_scales, monkeypatch):
     print(f"{notebook.name} (paper smoke): {run.seconds:.1f} s, slowest cell {index}: {seconds:.1f} s")
 
 
-def test_a_smoke_run_saves_nothing_and_needs_no_clean_tree(tmp_path, monkeypatch, capsys):
-    from lib import results
-
-    monkeypatch.setenv("REPRO_SCALE", "paper")
-    monkeypatch.setenv("REPRO_PAPER_SMOKE", "1")
-    monkeypatch.delenv("REPRO_ALLOW_DIRTY", raising=False)
-    monkeypatch.setattr(results, "git_commit", lambda root=None: "abc-dirty")
-    assert results.require_clean_tree() == "abc-dirty"                  # nothing will be saved
-    assert results.save_results("demo", {"x": 1.0}, seeds=[0], wall_time_s=1.0, root=tmp_path) is None
-    assert "paper-smoke run: results not saved" in capsys.readouterr().out
-    assert not any(tmp_path.iterdir())
-    monkeypatch.setenv("REPRO_PAPER_SMOKE", "0")                       # a real paper run still refuses
-    with pytest.raises(results.DirtyTreeError):
-        results.save_results("demo", {"x": 1.0}, seeds=[0], wall_time_s=1.0, root=tmp_path)
-
-
 def test_smoke_preamble_makes_claims_soft_but_keeps_errors(tmp_path, monkeypatch):
     import nbformat
 

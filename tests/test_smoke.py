@@ -72,3 +72,26 @@ def test_quick_overrides_and_paper_only_chapters(monkeypatch):
                                                         schedule=((0.5, 9),), n_recovery=2)
     with pytest.raises(ValueError, match="^the smoke config of p keeps the quick values: pass quick$"):
         smoke.smoke_config(Big(), "p")
+
+
+def test_a_smoke_run_saves_nothing_and_needs_no_clean_tree(tmp_path, monkeypatch, capsys):
+    from lib import results
+
+    monkeypatch.setenv("REPRO_SCALE", "paper")
+    monkeypatch.setenv("REPRO_PAPER_SMOKE", "1")
+    monkeypatch.delenv("REPRO_ALLOW_DIRTY", raising=False)
+    monkeypatch.setattr(results, "git_commit", lambda root=None: "abc-dirty")
+    assert results.require_clean_tree() == "abc-dirty"                  # nothing will be saved
+    assert results.save_results("demo", {"x": 1.0}, seeds=[0], wall_time_s=1.0, root=tmp_path) is None
+    assert capsys.readouterr().out == (
+        "paper-smoke run: results not saved (a smoke run of the paper path is no result; "
+        "unset REPRO_PAPER_SMOKE for a real paper-scale run)\n")
+    assert not any(tmp_path.iterdir())
+    monkeypatch.setenv("REPRO_PAPER_SMOKE", "0")                       # a real paper run still refuses
+    with pytest.raises(results.DirtyTreeError):
+        results.require_clean_tree()
+    with pytest.raises(results.DirtyTreeError):
+        results.save_results("demo", {"x": 1.0}, seeds=[0], wall_time_s=1.0, root=tmp_path)
+    monkeypatch.setattr(results, "git_commit", lambda root=None: "abc")  # clean: a real paper run saves
+    assert results.save_results("demo", {"x": 1.0}, seeds=[0], wall_time_s=1.0, root=tmp_path) == \
+        tmp_path / "demo" / "paper.json"
