@@ -667,3 +667,13 @@ def test_closed_form_55_excludes_its_boundaries():
     assert not DR.region_masks(ex.params, on, 0.0)[:, 0].any()
     inside = np.array([[0.999, -5.0], [-5.0, 0.999], [0.499, 0.5], [0.999, 6.0]])
     assert ex.closed_form(inside).all() and DR.region_masks(ex.params, inside, 0.0)[:, 0].all()
+
+
+def test_train_nets_default_epochs_and_empty_hidden_message():
+    X, y = DR.islands(20, seed=4)
+    y[:2] = [0, 1]
+    a, ea = DR.train_nets(X[None], y[None], [(2,)], [1], batch_size=20)
+    b, eb = DR.train_nets(X[None], y[None], [(2,)], [1], batch_size=20, epochs=300)
+    assert all(np.array_equal(W, V_) for (W, _), (V_, _) in zip(a[0], b[0])) and ea.tolist() == eb.tolist()
+    with pytest.raises(ValueError, match=r"^hidden must be a sequence of at least 1 item\(s\), got list \[\]$"):
+        DR.train_nets(X1, Y1, [], [0])
