@@ -471,7 +471,7 @@ def test_make_teacher_deep_rejects_bad_input():
     X = TS.gaussian_inputs(10, 4, seed=0)
     with pytest.raises(ValueError, match=r"X_tune must have d = 3 columns, got 4"):
         TS.make_teacher_deep(3, [2], 1, X)
-    with pytest.raises(ValueError, match=r"X_tune gives a constant teacher output: it needs more varied rows"):
+    with pytest.raises(ValueError, match=r"^X_tune gives a constant teacher output: it needs more varied rows"):
         TS.make_teacher_deep(4, [2], 1, np.ones((5, 4)))
     with pytest.raises(ValueError, match=r"widths\[1\]"):
         TS.make_teacher_deep(4, [2, 0], 1, X)
@@ -485,7 +485,7 @@ def test_make_student_deep_default_init_bounds():
     assert [b.shape for _, b in st] == [(2, 300), (2, 2), (2, 3)]
     for (W, b), fan_in in zip(st, (4, 300, 2)):
         r = 0.5 / math.sqrt(fan_in)
-        assert np.abs(W).max() <= r and np.abs(b).max() <= r
+        assert np.abs(W).max() <= r and np.abs(b).max() <= r and b.min() < 0 < b.max()
     W1 = st[0][0]
     assert W1.max() > 0.95 * 0.25 and W1.min() < -0.95 * 0.25        # uniform over the whole range
     assert TS.make_student_deep(4, [3], 2, seed=0)[0][0].shape == (3, 4)
@@ -716,6 +716,7 @@ def _bad_calls():
         (lambda: TS.make_student_deep(3, [2], "a"), "C must be an int"),
         (lambda: TS.make_student_deep(3, [2], 1, S="a"), "S must be an int"),
         (lambda: TS.make_student_deep(3, [2], 1, seed=-1), "seed must be an int >= 0"),
+        (lambda: TS.make_student_deep(3, [2], 1, scale=0.0), "scale must be a finite number > 0"),
         (lambda: TS.deep_activations(3, DX), "net must be a list or tuple"),
         (lambda: TS.deep_activations(Ds, DX[:, 0]), "X must be an array with 2 dimensions"),
         (lambda: TS.deep_activations(Ds, DX[:, :2]), "X must have 3 columns (the net's inputs), got 2"),
@@ -885,3 +886,11 @@ def test_teacher_aware_inputs_shift_along_the_weight_and_project_onto_the_bounda
         assert 0.1 < share.min() and share.max() < 0.75                  # |base| ~ 1.5 sqrt(29), chi spread
         assert 0.3 < share.mean() < 0.44 and np.allclose(-(minus @ W1[j]).mean() / 2 / np.linalg.norm(minus, axis=1).mean(), share.mean(), atol=0.05)
     assert np.array_equal(TS.teacher_aware_inputs(T, 90), TS.teacher_aware_inputs(T, 90, std=1.5, seed=0))
+
+
+def test_train_deep_one_student_without_a_batch_axis_equals_a_batch_of_one():
+    T, st, X = deep_setup(S=1, N=50)
+    batched, _ = TS.train_deep(T, st, X, 5, 0.05, batch_size=8, seed=3)
+    single, _ = TS.train_deep(T, [(W[0], b[0]) for W, b in st], X, 5, 0.05, batch_size=8, seed=3)
+    for (W, b), (Ws, bs) in zip(batched, single):
+        assert Ws.shape == W.shape[1:] and np.allclose(W[0], Ws, atol=1e-14) and np.allclose(b[0], bs, atol=1e-14)
