@@ -396,3 +396,44 @@ def test_the_model_goes_home_to_where_it_was(monkeypatch):
                                progress=False)
     assert model.moves[-1] == torch.device("meta")
     assert train._home(torch.nn.ReLU()) == torch.device("cpu")  # no parameters: the CPU
+
+
+@pytest.mark.parametrize("kind", ["full", "mini"])
+def test_the_data_reach_the_loop_on_the_training_device(monkeypatch, kind):
+    # (on this CPU-only machine a meta device stands in for a GPU: only where the tensors are is checked)
+    seen = {}
+
+    def loop(model, X, y, *rest):
+        seen.update(X=X.device, y=y.device, model=train._home(model))
+        return train.History()
+
+    monkeypatch.setattr(train, "_full_batch_loop" if kind == "full" else "_minibatch_loop", loop)
+    monkeypatch.setattr(train, "as_device", lambda device: torch.device("meta"))
+    model, X, y = BatchedMLP([2, 3, 1], seeds=[0]).to("meta"), torch.randn(5, 2), torch.randn(5, 1)
+    if kind == "full":
+        train.train_full_batch(model, X, y, train.mse_per_model, 2, 0.1, progress=False)
+    else:
+        train.train_minibatch(model, X, y, train.mse_per_model, 2, 2, 0.1, progress=False)
+    meta = torch.device("meta")
+    assert seen == {"X": meta, "y": meta, "model": meta}
+
+
+def test_minibatch_indices_follow_the_data_to_its_device(monkeypatch):
+    got = []
+    real_loss = train._mse_per_model
+
+    def loss(out, y):
+        got.append(out.device)
+        return real_loss(out, y)
+
+    class Index(torch.Tensor):  # a CPU index that records where it is sent
+        pass
+
+    perm = torch.randperm
+    monkeypatch.setattr(torch, "randperm", lambda n, generator=None: perm(n, generator=generator).as_subclass(Index))
+    sent = []
+    monkeypatch.setattr(Index, "to", lambda self, *a, **kw: sent.append(a[0]) or torch.Tensor.to(self, *a, **kw),
+                        raising=False)
+    train.train_minibatch(BatchedMLP([2, 3, 1], seeds=[0]), torch.randn(6, 2), torch.randn(6, 1), loss, 1, 3, 0.1,
+                          progress=False)
+    assert sent == [torch.device("cpu")] * 2 and got == [torch.device("cpu")] * 2
