@@ -54,6 +54,8 @@ MODULES = ("boolean", "boolean_families", "distill", "equivalence", "nets", "tra
            "landscape",
            "decision_regions",
            "teacher_student",
+           "teacher_student_conv",
+           "smoke",
            )
 NAN = float("nan")
 INF = float("inf")
@@ -280,6 +282,8 @@ def _specs():
     Xs = lambda: torch.randn(8, 2, 3, generator=torch.Generator().manual_seed(0), dtype=torch.float64).float()
     ys = lambda: torch.tensor([[1.0, 1.0]] * 4 + [[-1.0, -1.0]] * 4)
     net1d = lambda: E.random_network([1, 3, 1], seed=0)
+    cnet = lambda: lib["teacher_student_conv"].ConvNet([2, 2], classes=3, image=(3, 8, 8), seed=0)
+    cimg = lambda: torch.rand(4, 3, 8, 8, generator=torch.Generator().manual_seed(0))
     smae = lambda: MA.SequenceMAE(torch.tensor([[2, 3, 0], [3, 2, 0]]), vocab_size=5, latent_dim=2, emb=4, hidden=4, k=1, seed=0)
     regs = lambda: E.linear_regions_2d(net_np(), (-1, 1))
     skm = lambda: lib["skip_connections"].SkipMLP([2, 4, 3, 3], [0, 1], 3)
@@ -651,6 +655,19 @@ def _specs():
         ("skip_connections", "check_paper_config_step", lambda: dict(layers=((("conv", 2, 3, 1), ("fc", 3)), "list"), in_shape=((1, 4, 4), "list"),
                                                                       n_out=(3, C), n_skip=(4, NI), batch=(2, C), seed=(0, SE))),
         # data
+        # teacher_student_conv (chapter 09, Fig. 10's paper configuration)
+        ("teacher_student_conv", "ConvNet", lambda: dict(channels=([2, 2], "widths"), classes=(3, C), image=((3, 8, 8), "list"),
+                                                         kernel=(3, C), seed=(0, SE))),
+        ("teacher_student_conv", "prune_channels", lambda: dict(net=(cnet(), "model"), ratio=(0.5, "fraction"))),
+        ("teacher_student_conv", "make_student", lambda: dict(teacher=(cnet(), "model"), multi=(2, C), seed=(0, SE))),
+        ("teacher_student_conv", "train_step", lambda: dict(teacher=(cnet(), "model"), student=(cnet(), "model"), x=(cimg(), A),
+                                                            lr=(0.01, RA))),
+        ("teacher_student_conv", "channel_best_correlations", lambda: dict(teacher=(cnet(), "model"), student=(cnet(), "model"),
+                                                                           x=(cimg(), A))),
+        # smoke (the paper-path smoke runs' shrinking rules)
+        ("smoke", "smoke_count", lambda: dict(c=(5, NI))),
+        ("smoke", "smoke_config", lambda: dict(config=(ME.CONFIGS.paper, None), chapter=("05_multi_exit", "str"),
+                                               quick=(ME.CONFIGS.quick, None))),
         # landscape (chapter 10, parts A and B)
         ("landscape", "nr_rank", lambda: dict(A=(np.eye(3), A))),
         ("landscape", "digits_data", lambda: dict(n=(20, C), noise_std=(0.01, "nonneg"), seed=(0, SE))),
@@ -731,6 +748,7 @@ NOT_SWEPT = {
     **{name: _PER_STEP for name in (
         "boolean.StackedMLP.backward", "boolean.StackedMLP.keep_nets", "pruning.MaskedMLP.backward",
         "multiexit.TemperatureAnnealer.step", "multiexit.MultiExitCNN.forward", "multiexit.MultiExitCNN.forward_until",
+        "teacher_student_conv.ConvNet.forward",
         *(f"mae.{cls}.{m}" for cls, ms in (
             ("NormalMAE", ("decoder", "encoder", "log_r", "sample_joint", "elbo", "expected_log_r", "r_loss")),
             ("FiniteMAE", ("log_p_all", "log_p_at", "log_r_all", "elbo", "expected_log_r", "r_loss")),
