@@ -21,8 +21,6 @@ import itertools
 
 import numpy as np
 
-from lib import validate
-
 __all__ = ["expanded_simplex", "inradius", "region_radii", "sum_zero_basis"]
 
 _TOL = 1e-9
@@ -74,7 +72,7 @@ def inradius(vertices) -> float:
     """
     from scipy.spatial import ConvexHull, QhullError
 
-    V = validate.array(vertices, "vertices", finite=False)
+    V = _floats(vertices, "vertices")
     if V.ndim != 2 or V.shape[1] < 2 or V.shape[0] <= V.shape[1]:
         raise ValueError(f"vertices must be an (m, d) array with d >= 2 and m > d, got shape {V.shape}")
     if not np.all(np.isfinite(V)):
@@ -96,7 +94,7 @@ def _check_net(params, center, negative_slope):
         (W1, b1), (W2, b2) = params
     except (TypeError, ValueError):
         raise ValueError("params must be a list of two (W, b) pairs: one hidden layer and the output layer") from None
-    arrays = [validate.array(a, "params", finite=False, nonempty=False) for a in (W1, b1, W2, b2)]
+    arrays = [_floats(a, "params") for a in (W1, b1, W2, b2)]
     W1, b1, W2, b2 = arrays
     if W1.ndim != 2 or W1.shape[1] not in (2, 3):
         raise ValueError(f"the hidden weight matrix must have shape (width, 2) or (width, 3), got {W1.shape}")
@@ -107,12 +105,20 @@ def _check_net(params, center, negative_slope):
         raise ValueError(f"hidden width {h} is too large for the pattern enumeration (at most 12)")
     if not all(np.all(np.isfinite(a)) for a in arrays):
         raise ValueError("params contain NaN or infinite values")
-    c = np.zeros(d) if center is None else validate.array(center, "center", finite=False, nonempty=False).reshape(-1)
+    c = np.zeros(d) if center is None else _floats(center, "center").reshape(-1)
     if c.shape != (d,) or not np.all(np.isfinite(c)):
         raise ValueError(f"center must be a finite point of R^{d}, got {center!r}")
-    if not (0.0 <= validate.array(negative_slope, "negative_slope", finite=False, nonempty=False) < 1.0):
+    if not (0.0 <= _floats(negative_slope, "negative_slope") < 1.0):
         raise ValueError(f"negative_slope must be in [0, 1), got {negative_slope!r}")
     return W1, b1, W2.reshape(-1), float(b2.reshape(-1)[0]), c, float(negative_slope)
+
+
+def _floats(value, name: str) -> np.ndarray:
+    """``value`` as a float array; a TypeError naming ``name`` when it is not numeric (a string, None)."""
+    try:
+        return np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be numeric, got {value!r}") from None
 
 
 def _solve_all(A: np.ndarray, rhs: np.ndarray, combos) -> np.ndarray:
