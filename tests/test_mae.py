@@ -447,3 +447,546 @@ def test_encoder_posterior_kl_resampling_encoder_density():
         mae.encoder_posterior_kl(model, n_inner=0)
     with pytest.raises(ValueError, match="model"):
         mae.encoder_posterior_kl(object())
+
+
+# ----------------------------------------------------------------------------- issue 16: values against
+# closed forms, quadrature and hand-worked cases; every error message names its argument
+
+def test_infomax_bound_bivariate_by_gauss_hermite():
+    # E log N(z; a x, s2) with z ~ N(0, 1), x = rho z + sqrt(1 - rho^2) e, by 2-D Gauss-Hermite (exact for the
+    # quadratic integrand), plus H(z): the bound away from the optimum, where it is strictly below the MI
+    t, w = np.polynomial.hermite_e.hermegauss(8)
+    w = w / w.sum()
+    for rho, a, s2 in ((0.3, -0.7, 0.4), (-0.8, 1.3, 2.5), (0.6, 0.0, 1.0), (0.95, 0.5, 0.05)):
+        z, e = np.meshgrid(t, t, indexing="ij")
+        x = rho * z + np.sqrt(1 - rho ** 2) * e
+        log_r = -0.5 * (np.log(2 * np.pi * s2) + (z - a * x) ** 2 / s2)
+        want = 0.5 * np.log(2 * np.pi * np.e) + (np.outer(w, w) * log_r).sum()
+        assert mae.infomax_bound_bivariate(rho, a, s2) == pytest.approx(want, abs=1e-12)
+        assert want < mae.bivariate_gaussian_mi(rho) - 1e-3
+    got = mae.bivariate_gaussian_mi(np.array([0.5, -0.5]))
+    assert got == pytest.approx([np.log(2 / np.sqrt(3))] * 2, abs=1e-15)  # 1 - 0.25 = 3/4
+
+
+def test_gaussian_helpers_broadcast_and_empty():
+    x, mu, lv = torch.tensor([[0.0], [1.0]]), torch.tensor([0.5, -1.0, 2.0]), torch.tensor(math.log(4.0))
+    got = mae.gaussian_logpdf(x, mu, lv)
+    want = torch.distributions.Normal(mu, 2.0).log_prob(x)
+    assert got.shape == (2, 3) and torch.allclose(got, want, atol=1e-6)
+    assert mae.gaussian_logpdf(torch.empty(0), torch.tensor(0.0), torch.tensor(0.0)).shape == (0,)
+    assert mae.kl_std_normal(torch.empty(0, 2), torch.zeros(2)).shape == (0, 2)
+    assert mae.kl_std_normal(torch.tensor(2.0), torch.tensor(0.0)).item() == pytest.approx(2.0)  # mu^2 / 2
+
+
+def test_z_grid_smallest_and_weights():
+    z, log_w = mae.z_grid(3, 2.0)
+    assert z.tolist() == [-2.0, 0.0, 2.0] and z.dtype == torch.float64
+    e = math.exp(-2.0)
+    assert torch.exp(log_w).tolist() == pytest.approx([e / (1 + 2 * e), 1 / (1 + 2 * e), e / (1 + 2 * e)], abs=1e-15)
+    z, log_w = mae.z_grid()
+    assert len(z) == 2001 and z[0] == -7.0 and z[-1] == 7.0
+
+
+def _channel_model(rho=0.9, n=2):
+    """NormalMAE whose encoder, decoder and r are the Gaussian channel of correlation rho: p(x|z) =
+    N(rho z, 1 - rho^2) and q(z|x) = r(z|x) = N(rho x, 1 - rho^2), the exact posterior."""
+    model = mae.NormalMAE(list(range(n)), hidden=4)
+    for net in (model.enc, model.dec, model.r):
+        _sign_net(net, rho, logvar_bias=math.log(1 - rho ** 2))
+    return model
+
+
+def test_normal_mae_on_the_gaussian_channel_closed_forms():
+    rho = 0.9
+    model = _channel_model(rho)
+    mi, H = mae.bivariate_gaussian_mi(rho), mae.gaussian_entropy(1)
+    ex = mae.normal_exact(model)
+    # the rate E_x KL(N(rho x, 1 - rho^2) || N(0, 1)) = -1/2 log(1 - rho^2) = the MI
+    assert ex["kl"] == pytest.approx([mi, mi], abs=2e-3)
+    coarse = mae.normal_exact(model, G=801, lim=6.0, Gx=801, x_lim=6.5)
+    assert coarse["I"] == pytest.approx([mi, mi], abs=5e-3) and coarse["kl"] == pytest.approx([mi, mi], abs=5e-3)
+    B = 100_000
+    gen = torch.Generator().manual_seed(0)
+    torch.set_grad_enabled(False)
+    try:
+        _channel_monte_carlo(model, rho, B, gen)
+    finally:
+        torch.set_grad_enabled(True)
+
+
+def _channel_monte_carlo(model, rho, B, gen):
+    H = mae.gaussian_entropy(1)
+    # exact posterior as encoder: every ELBO term is log p(x) = log N(x; 0, 1), whose sd is 1/sqrt 2
+    elbo = model.elbo(B, gen)
+    assert elbo.shape == (2,) and (elbo + H).abs().max() < 5 * math.sqrt(0.5 / B)
+    # r = exact posterior: E log r(z|x) = -h(z|x) = -1/2 log(2 pi e (1 - rho^2)); its terms have sd 1/sqrt 2
+    want = -0.5 * math.log(2 * math.pi * math.e * (1 - rho ** 2))
+    assert (model.expected_log_r(B, gen) - want).abs().max() < 5 * math.sqrt(0.5 / B)
+    assert model.r_loss(B, gen).item() == pytest.approx(-2 * want, abs=10 * math.sqrt(0.5 / B))
+    z, x = model.sample_joint(B, gen)
+    assert z.shape == x.shape == (2, B)
+    assert x.std(1) == pytest.approx([1.0, 1.0], abs=0.02)  # x ~ N(0, 1): q(x), the data
+    assert ((z * x).mean(1) - rho).abs().max() < 0.02         # corr(z, x) = rho
+    assert ((x - rho * z).std(1) - math.sqrt(1 - rho ** 2)).abs().max() < 0.01
+
+
+def test_normal_mae_gradients_reach_the_right_nets():
+    model = _channel_model(0.6, n=1)
+    gen = torch.Generator().manual_seed(0)
+    model.r_loss(64, gen).backward()  # UPDATEMIESTIMATE: samples detached from the model
+    assert all(p.grad is None for p in model.model_parameters()) and any(p.grad is not None for p in model.r_parameters())
+    model.zero_grad(set_to_none=True)
+    model.expected_log_r(64, gen).sum().backward()  # g_MI reaches the decoder through x
+    assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in model.dec.parameters())
+    assert all(p.grad is None for p in model.enc.parameters())
+    model.zero_grad(set_to_none=True)
+    model.elbo(64, gen).sum().backward()
+    assert all(p.grad is None for p in model.r_parameters())
+    assert all(p.grad is not None for p in model.model_parameters())
+    assert len(model.model_parameters()) == 12 and len(model.r_parameters()) == 6  # 3 layers x (W, b) per net
+    assert model.r.weights[-1].abs().sum() > 0  # (set by _sign_net; a fresh r starts at the prior:)
+    fresh = mae.NormalMAE([0], hidden=4)
+    assert fresh.r.weights[-1].abs().sum() == 0 and fresh.r.biases[-1].abs().sum() == 0
+    assert fresh.dec.weights[-1].abs().sum() > 0
+
+
+_QX = torch.tensor([0.5, 0.3, 0.2], dtype=torch.float64)
+_ENC_MU, _ENC_VAR = torch.tensor([0.5, -1.0, 2.0]), torch.tensor([0.25, 1.0, 4.0])
+_R_MU, _R_VAR = torch.tensor([1.0, 0.0, -1.0]), torch.tensor([0.5, 2.0, 1.0])
+
+
+def _constant_decoder_model(k=1, n=1):
+    """FiniteMAE on 3 points whose decoder ignores z (p(x|z) = 1/3) with a fixed encoder and r table."""
+    model = mae.FiniteMAE(list(range(n)), _QX, hidden=4, k=k)
+    with torch.no_grad():
+        for p in model.dec.parameters():
+            p.zero_()
+        model.enc_mu.copy_(_ENC_MU.expand(n, 3))
+        model.enc_logvar.copy_(torch.log(_ENC_VAR).expand(n, 3))
+        model.r_mu.copy_(_R_MU.expand(n, 3))
+        model.r_logvar.copy_(torch.log(_R_VAR).expand(n, 3))
+    return model
+
+
+def test_finite_exact_with_a_constant_decoder_closed_forms():
+    model = _constant_decoder_model(n=2)
+    ex = mae.finite_exact(model)
+    kl_x = 0.5 * (_ENC_MU ** 2 + _ENC_VAR - 1 - torch.log(_ENC_VAR)).double()
+    assert ex["kl"] == pytest.approx([float((_QX * kl_x).sum())] * 2, abs=1e-6)
+    assert ex["elbo"] == pytest.approx([-math.log(3) - float((_QX * kl_x).sum())] * 2, abs=1e-6)
+    assert ex["ll"] == pytest.approx([-math.log(3)] * 2, abs=1e-6) and ex["I"] == pytest.approx([0, 0], abs=1e-6)  # float32 logits
+    # I_hat = H(z) + (1/3) sum_x E_{z~N(0,1)} log N(z; r_mu, r_var), in closed form
+    e_log_r = -0.5 * (math.log(2 * math.pi) + torch.log(_R_VAR) + (1 + _R_MU ** 2) / _R_VAR)
+    assert ex["Ihat"] == pytest.approx([mae.gaussian_entropy(1) + float(e_log_r.mean())] * 2, abs=1e-4)
+    z = torch.tensor(ex["z"])
+    prior = torch.exp(-0.5 * z ** 2) / math.sqrt(2 * math.pi)  # the posterior is the prior
+    assert np.allclose(ex["posterior"], prior.expand(2, 3, -1).numpy(), atol=1e-4)
+    assert np.allclose(ex["p_x_given_z"], 1 / 3)
+    small = mae.finite_exact(model, G=201, lim=6.0, Q=4)
+    assert small["z"].shape == (201,) and small["elbo"] == pytest.approx(ex["elbo"], abs=1e-5)
+
+
+def test_finite_mae_monte_carlo_bounds_with_a_constant_decoder():
+    # k = 1: log w = log(1/3) + log N(z; 0, 1) - log q(z|x), so E log w = -log 3 - KL(q(z|x) || N(0, 1));
+    # the IWAE-k bound rises with k towards log p(x) = -log 3 (Burda et al.), and the MI term is
+    # E_z (1/3) sum_x log r(z|x)
+    model = _constant_decoder_model()
+    kl_x = 0.5 * (_ENC_MU ** 2 + _ENC_VAR - 1 - torch.log(_ENC_VAR)).double()
+    want = -math.log(3) - float((_QX * kl_x).sum())
+    B = 60_000
+    elbo = model.elbo(B, torch.Generator().manual_seed(0))
+    assert elbo.shape == (1,) and elbo.item() == pytest.approx(want, abs=0.03)
+    bounds = []
+    for k in (1, 5, 50):
+        model.k = k
+        bounds.append(model.elbo(3 * 400, torch.Generator().manual_seed(1)).item())
+    assert abs(bounds[0] - want) < 0.1 and bounds[0] < bounds[1] - 0.5 and bounds[1] < bounds[2] - 0.1, bounds
+    assert bounds[2] < -math.log(3), bounds
+    e_log_r = -0.5 * (math.log(2 * math.pi) + torch.log(_R_VAR) + (1 + _R_MU ** 2) / _R_VAR)
+    got = model.expected_log_r(40_000, torch.Generator().manual_seed(2))
+    assert got.item() == pytest.approx(float(e_log_r.mean()), abs=0.03)
+    assert model.r_loss(40_000, torch.Generator().manual_seed(2)).item() == pytest.approx(-got.item(), abs=1e-5)
+
+
+def test_finite_mae_segments_and_log_p_at():
+    # two segments of sizes 2 and 3 and an index with a padded slot: log p(x|z) is the sum of the
+    # log-softmaxes of the segments x uses; log_p_at scores sample [:, x, :] at x, like log_p_all
+    index = torch.tensor([[0, 2], [1, 4], [0, 5]])  # x=2 uses only column 0 (5 = D, padding)
+    model = mae.FiniteMAE([0, 1], torch.full((3,), 1 / 3), segments=[2, 3], index=index, hidden=4)
+    z = torch.randn(2, 7)
+    logits = model.dec(z.reshape(2, -1, 1)).reshape(2, 7, 5)
+    s1, s2 = torch.log_softmax(logits[..., :2], -1), torch.log_softmax(logits[..., 2:], -1)
+    want = torch.stack([s1[..., 0] + s2[..., 0], s1[..., 1] + s2[..., 2], s1[..., 0]], -1)
+    assert torch.allclose(model.log_p_all(z), want, atol=1e-5)
+    zk = torch.randn(2, 3, 4)
+    at = model.log_p_at(zk)
+    every = model.log_p_all(zk)  # (2, 3, 4, K)
+    assert torch.allclose(at, torch.stack([every[:, x, :, x] for x in range(3)], 1), atol=1e-5)
+    mu, lv = model.encoder()
+    assert mu.shape == lv.shape == (2, 3)
+    with torch.no_grad():
+        model.enc_logvar.fill_(-50.0)
+        model.r_logvar.fill_(50.0)
+    assert (model.encoder()[1] == mae.LOGVAR_MIN).all()
+    lr = model.log_r_all(torch.zeros(2, 1))
+    assert torch.allclose(lr, torch.full_like(lr, -0.5 * (math.log(2 * math.pi) + mae.LOGVAR_MAX)), atol=1e-3)
+    assert len(model.model_parameters()) == 2 + 6 and len(model.r_parameters()) == 2
+
+
+def test_reconstruction_rates_closed_forms():
+    # constant decoder: exact = sum_x q(x) / 3 = 1/3 and words = sum_x q(x) sum_x' match[x, x'] / 3,
+    # whatever the encoder (Gaussian nodes or resampling draws) and however the inputs are chunked
+    match = torch.tensor([[1.0, 0.5, 0.0], [0.5, 1.0, 0.25], [0.0, 0.25, 1.0]], dtype=torch.float64)
+    words = float((_QX * match.sum(1)).sum() / 3)
+    for k in (1, 4):
+        model = _constant_decoder_model(k=k, n=2)
+        for chunk in (64, 1, 2):
+            exact, w = mae.reconstruction_rates(model, match, Q=6, chunk_size=chunk)
+            assert exact == pytest.approx([1 / 3] * 2, abs=1e-6) and w == pytest.approx([words] * 2, abs=1e-6)
+
+
+def _split_model(scale, mu, var):
+    """K = 2, decoder logits (scale z, -scale z): p(x=0|z) = sigmoid(2 scale z); encoder N(mu_x, var_x)."""
+    model = mae.FiniteMAE([0], torch.tensor([0.4, 0.6]), hidden=4)
+    _sign_net(model.dec, scale)
+    with torch.no_grad():
+        model.enc_mu.copy_(torch.tensor([mu]))
+        model.enc_logvar.copy_(torch.log(torch.tensor([var])))
+    return model
+
+
+def test_reconstruction_rates_against_numerical_integration():
+    # exact = sum_x q(x) E_{z~N(mu_x, var_x)} p(x|z), the expectation by a fine trapezoid rule (not the
+    # Gauss-Hermite nodes of the module); with match = identity, words = exact
+    model = _split_model(0.7, [0.8, -0.3], [0.5, 2.0])
+    z = np.linspace(-15, 15, 200001)
+    p0 = 1 / (1 + np.exp(-1.4 * z))
+    want = 0.0
+    for x, (mu, var, qx) in enumerate(((0.8, 0.5, 0.4), (-0.3, 2.0, 0.6))):
+        dens = np.exp(-0.5 * (z - mu) ** 2 / var) / np.sqrt(2 * np.pi * var)
+        want += qx * np.trapezoid(dens * (p0 if x == 0 else 1 - p0), z)
+    exact, words = mae.reconstruction_rates(model, torch.eye(2), Q=24)
+    assert exact[0] == pytest.approx(want, abs=1e-5) and words[0] == pytest.approx(want, abs=1e-5)
+    # a different Q is a different rule for the same integral
+    assert mae.reconstruction_rates(model, torch.eye(2), Q=40)[0][0] == pytest.approx(want, abs=1e-5)
+
+
+def test_sample_reconstructions_and_interpolate_by_hand():
+    # a near-deterministic decoder: x = 0 when z > 0, x = 1 when z < 0; encoder means +-3 with sd 0.1
+    model = _split_model(200.0, [3.0, -3.0], [0.01, 0.01])
+    assert mae.sample_reconstructions(model, 0, n=5).tolist() == [[0] * 5]
+    assert mae.sample_reconstructions(model, 1, n=4, seed=3).tolist() == [[1] * 4]
+    model.k = 3  # the resampling encoder: its draws are near the same means
+    assert mae.sample_reconstructions(model, 0, n=6).tolist() == [[0] * 6]
+    assert mae.sample_reconstructions(model, 1, n=6).tolist() == [[1] * 6]
+    # greedy decodes on the line from mu_0 = 3 to mu_1 = -3: z = 3 - 6 lambda changes sign at lambda = 1/2
+    assert mae.interpolate(model, 0, 1, n=5).tolist() == [[0, 0, 0, 1, 1]]
+    assert mae.interpolate(model, 1, 0, n=4).tolist() == [[1, 1, 0, 0]]
+    assert mae.interpolate(model, 0, 0, n=2).tolist() == [[0, 0]]
+    assert mae.interpolate(model, 0, 1).shape == (1, 10)
+
+
+def test_sample_reconstructions_follow_the_decoder_probabilities():
+    # z ~ N(0, 1e-4) (encoder), p(x=0|z) = sigmoid(2 * 0.5 * z) ~ 1/2: a fair coin per draw
+    model = _split_model(0.5, [0.0, 0.0], [1e-4, 1e-4])
+    rec = mae.sample_reconstructions(model, 0, n=4000, seed=1)
+    assert rec.shape == (1, 4000) and abs(rec.double().mean().item() - 0.5) < 4 * 0.5 / math.sqrt(4000)
+
+
+def test_train_mae_logging_and_learning_rates(monkeypatch):
+    trace = mae.train_mae(mae.NormalMAE([0], hidden=4), [1.0], steps=5, batch=8, log_every=2)
+    steps, elbo, mi = trace.as_arrays()
+    assert steps.tolist() == [2, 4, 5] and elbo.shape == mi.shape == (3, 1)  # the last step is always logged
+    assert mae.train_mae(mae.NormalMAE([0], hidden=4), [1.0], steps=3, batch=8).as_arrays()[0].tolist() == [3]
+    seen, step = [], torch.optim.Adam.step
+    monkeypatch.setattr(torch.optim.Adam, "step", lambda self: (seen.append(self.param_groups[0]["lr"]), step(self)))
+    mae.train_mae(mae.NormalMAE([0], hidden=4), [1.0], steps=10, lr=0.1, batch=8, anneal=0.5)
+    # lr * max(0.1, min(1, (steps - step) / (anneal * steps))): flat, then linear to lr / 10; r keeps lr (lr_r None)
+    want = [0.1] * 5 + [0.08, 0.06, 0.04, 0.02, 0.01]
+    assert seen[0::2] == pytest.approx(want) and seen[1::2] == [0.1] * 10
+    seen.clear()
+    mae.train_mae(mae.NormalMAE([0], hidden=4), [1.0], steps=4, lr=0.1, batch=8)
+    assert seen == [0.1] * 8  # anneal = 0: constant
+
+
+def test_train_mae_vae_ignores_c_and_targets_move_the_objective():
+    # a VAE (target None) has no penalty: its training does not depend on C
+    runs = []
+    for C in (0.0, 7.0):
+        model = mae.NormalMAE([5], hidden=4)
+        mae.train_mae(model, [None], C=C, steps=3, batch=16, seed=2)
+        runs.append([p.detach().clone() for p in model.parameters()])
+    assert all(torch.equal(a, b) for a, b in zip(*runs))
+    # a target with C = 0 trains exactly like a VAE, C > 0 does not
+    runs = []
+    for M, C in ((None, 1.0), (1.0, 0.0), (1.0, 1.0)):
+        model = mae.NormalMAE([5], hidden=4)
+        mae.train_mae(model, [M], C=C, steps=3, batch=16, seed=2)
+        runs.append([p.detach().clone() for p in model.model_parameters()])
+    assert all(torch.equal(a, b) for a, b in zip(runs[0], runs[1]))
+    assert not all(torch.equal(a, b) for a, b in zip(runs[0], runs[2]))
+    # the logged MI estimate is H(z) + E log r on the step's generative batch: r starts at the prior, so
+    # at step 1 it is H(z) + E log N(z; 0, 1) = 0 up to sampling noise
+    model = mae.NormalMAE([0], hidden=4)
+    trace = mae.train_mae(model, [1.0], steps=1, batch=4096, lr=1e-9)
+    assert abs(trace.as_arrays()[2][0, 0]) < 5 * math.sqrt(0.5 / 4096)
+
+
+def test_clip_per_model_leaves_small_gradients_and_skips_missing_ones():
+    a, b = torch.nn.Parameter(torch.zeros(2, 2)), torch.nn.Parameter(torch.zeros(2, 1, 1))
+    a.grad = torch.tensor([[3.0, 0.0], [0.1, 0.0]])
+    b.grad = torch.tensor([[[4.0]], [[0.2]]])
+    c = torch.nn.Parameter(torch.zeros(2, 3))  # no gradient: skipped
+    mae._clip_per_model([a, c, b], 2.5)
+    assert torch.allclose(a.grad, torch.tensor([[1.5, 0.0], [0.1, 0.0]])) and torch.allclose(b.grad[:, 0, 0], torch.tensor([2.0, 0.2]))
+    assert c.grad is None
+    a.grad = torch.tensor([[0.6, 0.8], [0.0, 0.0]])  # norm exactly 1 = max_norm: unchanged, zero stays zero
+    mae._clip_per_model([a], 1.0)
+    assert torch.allclose(a.grad, torch.tensor([[0.6, 0.8], [0.0, 0.0]])) and torch.isfinite(a.grad).all()
+
+
+def test_split_sentences_rules():
+    text = "One two three.Four!  Five six? seven<br>eight<BR/>nine . ten, eleven"
+    assert mae.split_sentences([text], max_len=2) == [["five", "six", "?"], ["ten", ",", "eleven"]]
+    assert mae.split_sentences([text], max_len=3) == [["five", "six", "?"], ["seven", "eight", "nine", "."],
+                                                      ["ten", ",", "eleven"]]
+    assert mae.split_sentences([text], max_len=8) == [["one", "two", "three", ".", "four", "!"],
+                                                      ["five", "six", "?"], ["seven", "eight", "nine", "."],
+                                                      ["ten", ",", "eleven"]]
+    assert mae.split_sentences(["a b c.", "... !", "x y"], max_len=3) == [["a", "b", "c", "."], ["x", "y"]]
+    assert mae.split_sentences(("it's ok",)) == [["it's", "ok"]]  # default max_len 8, tuples accepted
+
+
+def test_sequence_helpers_by_hand():
+    vocab = list(mae.SPECIALS) + ["a", "b"]
+    assert mae.decode_tokens([4, 5, mae.PAD, 4], vocab) == "a b"  # stops at padding too
+    assert mae.decode_tokens(torch.tensor([5, 4]), vocab) == "b a"
+    assert mae.decode_tokens([mae.EOS, 4], vocab) == ""
+    tok = mae.encode_sentences([["a"], ["b", "c", "a"]], vocab, max_tokens=2)
+    assert tok.tolist() == [[4, mae.EOS, mae.PAD], [5, mae.UNK, mae.EOS]]
+    assert mae.build_vocab([["b", "a", "b"], ("c",)], 10) == [*mae.SPECIALS, "b", "a", "c"]
+
+
+def _small_sequence_model():
+    tok = _synthetic_tokens(30, 6, 11, seed=2)
+    return mae.SequenceMAE(tok, 11, latent_dim=2, emb=6, hidden=5, k=3, seed=4), tok
+
+
+def _stepwise_log_p(model, x, z):
+    """log p(x|z) decoded one token at a time with the LSTM state carried (an independent pass)."""
+    state, prev, total = None, torch.full((x.shape[0],), mae.BOS), torch.zeros(x.shape[0])
+    alive = torch.ones(x.shape[0], dtype=torch.bool)
+    for t in range(x.shape[1]):
+        out, state = model.dec_rnn(torch.cat([model.dec_emb(prev), z], -1)[:, None], state)
+        logp = torch.log_softmax(model.dec_out(out[:, 0]), -1).gather(1, x[:, t:t + 1])[:, 0]
+        total = total + torch.where(alive, logp, torch.zeros(()))
+        alive = alive & (x[:, t] != mae.EOS)
+        prev = x[:, t]
+    return total
+
+
+def test_sequence_mae_log_likelihood_and_decoding_stepwise():
+    model, tok = _small_sequence_model()
+    z = torch.randn(8, 2, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        assert torch.allclose(model.log_p_x_given_z(tok[:8], z), _stepwise_log_p(model, tok[:8], z), atol=1e-5)
+        # greedy decoding picks the most likely token among all but <pad> and <bos> at each step
+        x = model.sample_x(z, None, greedy=True)
+        state, prev = None, torch.full((8,), mae.BOS)
+        done = torch.zeros(8, dtype=torch.bool)
+        for t in range(x.shape[1]):
+            out, state = model.dec_rnn(torch.cat([model.dec_emb(prev), z], -1)[:, None], state)
+            logits = model.dec_out(out[:, 0])
+            logits[:, [mae.PAD, mae.BOS]] = -math.inf
+            tok_t = logits.argmax(-1) if t < x.shape[1] - 1 else torch.full((8,), mae.EOS)
+            assert torch.equal(x[:, t], torch.where(done, torch.full_like(tok_t, mae.PAD), tok_t)), t
+            done |= tok_t == mae.EOS
+            prev = tok_t
+    assert ((x == mae.EOS).sum(1) == 1).all()
+    ends = (x == mae.EOS).float().argmax(1)
+    assert all((x[i, ends[i] + 1:] == mae.PAD).all() for i in range(8))
+
+
+def test_sequence_mae_encoder_ignores_padding_and_objective_values():
+    model, tok = _small_sequence_model()
+    x = tok[:5]
+    padded = torch.cat([x, torch.full((5, 3), mae.PAD)], 1)
+    with torch.no_grad():
+        for a, b in zip(model.encoder(x), model.encoder(padded)):
+            assert a.shape == (5, 2) and torch.allclose(a, b, atol=1e-6)
+        changed = x.clone()
+        changed[:, 0] = 4 + (changed[:, 0] - 3) % 7  # another word first: another code
+        assert not torch.allclose(model.encoder(changed)[0], model.encoder(x)[0])
+    # the MI estimate's value is mean log r(z|x) on generative samples (the REINFORCE term is 0 in value),
+    # r_loss is its negative on fresh samples: replay the generator
+    gen = torch.Generator().manual_seed(5)
+    got = model.expected_log_r(7, gen)
+    replay = torch.Generator().manual_seed(5)
+    z = torch.randn(7, 2, generator=replay)
+    with torch.no_grad():
+        want = model.log_r(z, model.sample_x(z, replay)).mean()
+    assert got.shape == (1,) and torch.allclose(got, want.reshape(1), atol=1e-6)
+    loss = model.r_loss(7, torch.Generator().manual_seed(5))
+    assert torch.allclose(loss, -want, atol=1e-6)
+    # log r sums over the latent dimensions: r starts at the prior, so log r = log N(z; 0, I)
+    assert torch.allclose(model.log_r(z, tok[:7]), -0.5 * (z ** 2).sum(-1) - math.log(2 * math.pi), atol=1e-6)
+    with torch.no_grad():
+        e = model.elbo(6, torch.Generator().manual_seed(1))
+    assert e.shape == (1,) and e.item() < 0
+    assert [n for n, _ in model.named_parameters() if n.startswith("r_")] and \
+        len(model.r_parameters()) + len(model.model_parameters()) == len(list(model.parameters()))
+    assert all(not any(p is q for q in model.r_parameters()) for p in model.model_parameters())
+
+
+def test_sequence_reconstruction_rates_by_hand(monkeypatch):
+    model, tok = _small_sequence_model()
+    x = torch.tensor([[4, 5, 6, mae.EOS, 0, 0], [7, 8, mae.EOS, 0, 0, 0]])
+    y = torch.tensor([[4, 9, 6, mae.EOS, 0, 0], [7, 8, mae.EOS, 0, 0, 0]])
+    monkeypatch.setattr(model, "sample_x", lambda z, gen, greedy=False: y)
+    exact, words, out = mae.sequence_reconstruction_rates(model, x)
+    assert exact == 0.5 and words == pytest.approx((2 / 3 + 1) / 2) and torch.equal(out, y)
+    longer = torch.tensor([[4, 5, 6, 9, 10, mae.EOS], [7, 8, 9, mae.EOS, 0, 0]])
+    monkeypatch.setattr(model, "sample_x", lambda z, gen, greedy=False: longer)
+    assert mae.sequence_reconstruction_rates(model, x)[:2] == pytest.approx((0.0, (3 / 5 + 2 / 3) / 2))
+
+
+_Q3 = torch.full((3,), 1 / 3)
+_MAE_BAD = [
+    (lambda: mae.gaussian_entropy(0), r"^d \(the dimension\) must be an int >= 1, got 0$"),
+    (lambda: mae.gaussian_logpdf(torch.zeros(2), torch.zeros(3), torch.zeros(())),
+     r"^x, mu, logvar must broadcast together, got shapes \[\(2,\), \(3,\), \(\)\]$"),
+    (lambda: mae.gaussian_logpdf("a", torch.zeros(()), torch.zeros(())), r"^x must be"),
+    (lambda: mae.gaussian_logpdf(torch.zeros(()), "m", torch.zeros(())), r"^mu must be"),
+    (lambda: mae.gaussian_logpdf(torch.zeros(()), torch.zeros(()), torch.tensor(np.nan)), r"^logvar must be"),
+    (lambda: mae.kl_std_normal(torch.zeros(2), torch.zeros(3)), r"^mu, logvar must broadcast together, got shapes"),
+    (lambda: mae.bivariate_gaussian_mi(1.0), r"^correlation rho must be finite with \|rho\| < 1, got 1.0$"),
+    (lambda: mae.bivariate_gaussian_mi(-1.0), r"^correlation rho must be finite with \|rho\| < 1"),
+    (lambda: mae.bivariate_gaussian_mi([]), r"^correlation rho must be finite with \|rho\| < 1, got \[\]$"),
+    (lambda: mae.bivariate_gaussian_mi([0.2, np.inf]), r"^correlation rho must be finite"),
+    (lambda: mae.bivariate_gaussian_mi("a"), r"^rho \(correlation\) must be"),
+    (lambda: mae.infomax_bound_bivariate(0.5, 0.5, 0.0), r"^a must be finite and s2 finite and positive$"),
+    (lambda: mae.infomax_bound_bivariate(0.5, 0.5, -1.0), r"^a must be finite and s2 finite and positive$"),
+    (lambda: mae.infomax_bound_bivariate(0.5, np.inf, 1.0), r"^a must be finite and s2 finite and positive$"),
+    (lambda: mae.infomax_bound_bivariate(0.5, 0.5, np.nan), r"^a must be finite and s2 finite and positive$"),
+    (lambda: mae.infomax_bound_bivariate(0.5, "x", 1.0), r"^a must be"),
+    (lambda: mae.infomax_bound_bivariate(0.5, 0.5, "x"), r"^s2 must be"),
+    (lambda: mae.infomax_bound_bivariate(1.5, 0.5, 1.0), r"^correlation rho must be"),
+    (lambda: mae.z_grid(2), r"^G must be an int >= 3, got 2$"),
+    (lambda: mae.z_grid(11, 0.0), r"^lim must be"),
+    (lambda: mae.NormalMAE([], hidden=4), r"^need a non-empty list of non-negative seeds, got \[\]$"),
+    (lambda: mae.NormalMAE([-1]), r"^seeds\[i\] must be"),
+    (lambda: mae.NormalMAE(3), r"^seeds must be"),
+    (lambda: mae.NormalMAE([0], hidden=0), r"^hidden must be a positive int, got 0$"),
+    (lambda: mae.NormalMAE([0], hidden=2.0), r"^hidden must be a positive int, got 2.0$"),
+    (lambda: mae.FiniteMAE([0], [0.5, 0.6]), r"^q_x must be a 1-D probability vector$"),
+    (lambda: mae.FiniteMAE([0], [0.5, 0.5 - 2e-6]), r"^q_x must be a 1-D probability vector$"),
+    (lambda: mae.FiniteMAE([0], [[0.5, 0.5]]), r"^q_x must be a 1-D probability vector$"),
+    (lambda: mae.FiniteMAE([0], [-0.5, 1.5]), r"^q_x must be a 1-D probability vector$"),
+    (lambda: mae.FiniteMAE([0], "ab"), r"^q_x must be"),
+    (lambda: mae.FiniteMAE([0], _Q3, segments=[3], index=[[0], [1], [4]]),
+     r"^need positive segment sizes and an integer index of shape \(3, S\) with entries in \[0, 3\]$"),
+    (lambda: mae.FiniteMAE([0], _Q3, segments=[3], index=[[0], [1], [-1]]), r"^need positive segment sizes"),
+    (lambda: mae.FiniteMAE([0], _Q3, segments=[3], index=[[0.0], [1.0], [2.0]]), r"^need positive segment sizes"),
+    (lambda: mae.FiniteMAE([0], _Q3, segments=[3], index=[0, 1, 2]), r"^need positive segment sizes"),
+    (lambda: mae.FiniteMAE([0], _Q3, segments=[3], index=[[0], [1]]), r"^need positive segment sizes"),
+    (lambda: mae.FiniteMAE([0], _Q3, segments=[3, 0], index=[[0], [1], [2]]),
+     r"^need positive segment sizes and an integer index of shape \(3, S\) with entries in \[0, 3\]$"),
+    (lambda: mae.FiniteMAE([0], _Q3, k=0), r"^k and hidden must be positive ints, got k=0, hidden=32$"),
+    (lambda: mae.FiniteMAE([0], _Q3, hidden=0), r"^k and hidden must be positive ints, got k=1, hidden=0$"),
+    (lambda: mae.FiniteMAE([0], _Q3, k=2.0), r"^k and hidden must be positive ints"),
+    (lambda: mae.FiniteMAE([0], _Q3, hidden=2.0), r"^k and hidden must be positive ints"),
+    (lambda: mae.FiniteMAE([-2], _Q3), r"^seeds\[i\] must be"),
+    (lambda: mae.train_mae("m", [1.0]), r"^model must be"),
+    (lambda: mae.train_mae(mae.NormalMAE([0], hidden=4), [1.0, 2.0]), r"^targets needs one value per model \(1\), got 2$"),
+    (lambda: mae.train_mae(mae.NormalMAE([0], hidden=4), [1.0], C=[1.0, 2.0]), r"^C needs one value per model \(1\), got 2$"),
+    (lambda: mae.train_mae(mae.NormalMAE([0], hidden=4), [-1.0]), r"^targets\[i\] \(an MI target M\) must be"),
+    (lambda: mae.train_mae(mae.NormalMAE([0], hidden=4), [1.0], C=-1.0), r"^C\[i\] \(a penalty weight\) must be"),
+    (lambda: mae.train_mae(mae.NormalMAE([0], hidden=4), [1.0], lr=0.0), r"^lr must be"),
+    (lambda: mae.train_mae(mae.NormalMAE([0], hidden=4), [1.0], lr_r=0.0), r"^lr_r must be"),
+    (lambda: mae.train_mae(mae.NormalMAE([0], hidden=4), [1.0], seed=-1), r"^seed must be"),
+    (lambda: mae.train_mae(mae.NormalMAE([0], hidden=4), [1.0], log_every=0), r"^log_every must be"),
+    (lambda: mae.train_mae(mae.NormalMAE([0], hidden=4), [1.0], clip=0.0), r"^clip must be"),
+    (lambda: mae.train_mae(mae.NormalMAE([0], hidden=4), [1.0], anneal=1.5), r"^anneal must be"),
+    (lambda: mae.train_mae(mae.NormalMAE([0], hidden=4), [1.0], steps=0), r"^steps and batch must be positive ints, got 0, 256$"),
+    (lambda: mae.train_mae(mae.NormalMAE([0], hidden=4), [1.0], steps=1, batch=0), r"^steps and batch must be positive ints, got 1, 0$"),
+    (lambda: mae.train_mae(mae.NormalMAE([0], hidden=4), [1.0], steps=1.0), r"^steps and batch must be positive ints"),
+    (lambda: mae.train_mae(mae.NormalMAE([0], hidden=4), [1.0], steps=1, batch=2.0), r"^steps and batch must be positive ints"),
+    (lambda: mae.training_objective("m", [1.0]), r"^model must be"),
+    (lambda: mae.training_objective(mae.NormalMAE([0], hidden=4), [1.0], seed=-1), r"^seed must be"),
+    (lambda: mae.training_objective(mae.NormalMAE([0], hidden=4), [1.0, 2.0]), r"^targets needs one value per model"),
+    (lambda: mae.best_of_restarts(np.zeros((2, 2)), 2), r"^objective must be"),
+    (lambda: mae.best_of_restarts(np.zeros(5), 2), r"^need a 1-D objective whose length is a multiple of restarts=2, got shape \(5,\)$"),
+    (lambda: mae.restart_seeds([0], rows=0, restarts=1), r"^rows must be"),
+    (lambda: mae.restart_seeds(0, rows=1, restarts=1), r"^seeds must be"),
+    (lambda: mae.infomax_estimate("m"), r"^model must be"),
+    (lambda: mae.infomax_estimate(mae.NormalMAE([0], hidden=4), 0), r"^n_samples must be a positive int, got 0$"),
+    (lambda: mae.infomax_estimate(mae.NormalMAE([0], hidden=4), 2.0), r"^n_samples must be a positive int, got 2.0$"),
+    (lambda: mae.infomax_estimate(mae.NormalMAE([0], hidden=4), 5, seed=-1), r"^seed must be"),
+    (lambda: mae.normal_exact(mae.FiniteMAE([0], _Q3)), r"^model must be a NormalMAE"),
+    (lambda: mae.normal_exact(mae.NormalMAE([0], hidden=4), Gx=1), r"^Gx must be an int >= 2, got 1$"),
+    (lambda: mae.normal_exact(mae.NormalMAE([0], hidden=4), x_lim=0.0), r"^x_lim must be"),
+    (lambda: mae.normal_exact(mae.NormalMAE([0], hidden=4), G=2), r"^G must be an int >= 3"),
+    (lambda: mae.finite_exact(mae.NormalMAE([0], hidden=4)), r"^model must be a FiniteMAE"),
+    (lambda: mae.finite_exact(mae.FiniteMAE([0], _Q3), Q=0), r"^Q must be"),
+    (lambda: mae.sir_sample(mae.NormalMAE([0], hidden=4), 3), r"^model must be a FiniteMAE"),
+    (lambda: mae.sir_sample(mae.FiniteMAE([0], _Q3), 0), r"^n_samples and k must be positive ints, got 0, 1$"),
+    (lambda: mae.sir_sample(mae.FiniteMAE([0], _Q3), 3, k=0), r"^n_samples and k must be positive ints, got 3, 0$"),
+    (lambda: mae.sir_sample(mae.FiniteMAE([0], _Q3), 3.0), r"^n_samples and k must be positive ints, got 3.0, 1$"),
+    (lambda: mae.sir_sample(mae.FiniteMAE([0], _Q3), 3, k=2.0), r"^n_samples and k must be positive ints"),
+    (lambda: mae.sir_sample(mae.FiniteMAE([0], _Q3), 3, seed=-1), r"^seed must be"),
+    (lambda: mae.encoder_posterior_kl(mae.FiniteMAE([0], _Q3), seed=-1), r"^seed must be"),
+    (lambda: mae.word_match_matrix([]), r"^sentences must be"),
+    (lambda: mae.word_match_matrix(["a b", 3]), r"^sentences\[i\] must be a str \(a sentence\)"),
+    (lambda: mae.reconstruction_rates("m", torch.eye(3)), r"^model must be a FiniteMAE"),
+    (lambda: mae.reconstruction_rates(mae.FiniteMAE([0], _Q3), torch.eye(2)), r"^match must have shape \(3, 3\), got \(2, 2\)$"),
+    (lambda: mae.reconstruction_rates(mae.FiniteMAE([0], _Q3), "m"), r"^match must be"),
+    (lambda: mae.reconstruction_rates(mae.FiniteMAE([0], _Q3), torch.eye(3), Q=0), r"^Q must be"),
+    (lambda: mae.reconstruction_rates(mae.FiniteMAE([0], _Q3), torch.eye(3), chunk_size=0), r"^chunk_size must be"),
+    (lambda: mae.reconstruction_rates(mae.FiniteMAE([0], _Q3), torch.eye(3), seed=-1), r"^seed must be"),
+    (lambda: mae.sample_reconstructions("m", 0), r"^model must be a FiniteMAE"),
+    (lambda: mae.sample_reconstructions(mae.FiniteMAE([0], _Q3), 3), r"^x \(an input index\) must be an int >= 0 and <= 2, got 3$"),
+    (lambda: mae.sample_reconstructions(mae.FiniteMAE([0], _Q3), 0, n=0), r"^n must be"),
+    (lambda: mae.sample_reconstructions(mae.FiniteMAE([0], _Q3), 0, seed=-1), r"^seed must be"),
+    (lambda: mae.interpolate("m", 0, 1), r"^model must be a FiniteMAE"),
+    (lambda: mae.interpolate(mae.FiniteMAE([0], _Q3), -1, 1), r"^x_a \(an input index\) must be an int >= 0 and <= 2, got -1$"),
+    (lambda: mae.interpolate(mae.FiniteMAE([0], _Q3), 0, 3), r"^x_b \(an input index\) must be an int >= 0 and <= 2, got 3$"),
+    (lambda: mae.interpolate(mae.FiniteMAE([0], _Q3), 0, 1, n=1), r"^n must be an int >= 2, got 1$"),
+    (lambda: mae.split_sentences("a string", 8), r"^texts must be"),
+    (lambda: mae.split_sentences(["ok", 3], 8), r"^texts\[i\] must be a str \(a review\)"),
+    (lambda: mae.split_sentences(["ok"], 0), r"^max_len must be"),
+    (lambda: mae.build_vocab([["a"]], 0), r"^size \(of the vocabulary\) must be"),
+    (lambda: mae.build_vocab("ab", 3), r"^sentences must be"),
+    (lambda: mae.build_vocab(["ab"], 3), r"^sentences must hold token lists, got str 'ab'$"),
+    (lambda: mae.build_vocab([3], 3), r"^sentences must hold token lists, got 3$"),
+    (lambda: mae.encode_sentences([], ["a"], 4), r"^sentences: no sentences to encode$"),
+    (lambda: mae.encode_sentences([["a"]], [], 4), r"^vocab must be"),
+    (lambda: mae.encode_sentences([["a"]], ["a"], 0), r"^max_tokens must be"),
+    (lambda: mae.decode_tokens([0, 5], ["a", "b", "c"]), r"^row must hold token ids in \[0, 3\) \(the vocabulary's size\), got \[0, 5\]$"),
+    (lambda: mae.decode_tokens([-1], ["a", "b", "c"]), r"^row must hold token ids in \[0, 3\)"),
+    (lambda: mae.decode_tokens([0], "abc"), r"^vocab must be"),
+    (lambda: mae.decode_tokens([[0]], ["a"]), r"^row must be"),
+    (lambda: mae.SequenceMAE(torch.tensor([[4, 10]]), 10), r"^tokens must be a non-empty \(N, T\) long tensor with ids in \[0, 10\)$"),
+    (lambda: mae.SequenceMAE(torch.tensor([[4, -1]]), 10), r"^tokens must be a non-empty \(N, T\) long tensor"),
+    (lambda: mae.SequenceMAE(torch.tensor([4, 5]), 10), r"^tokens must be a non-empty \(N, T\) long tensor"),
+    (lambda: mae.SequenceMAE(torch.tensor([[4, 5]], dtype=torch.int32), 10), r"^tokens must be a non-empty \(N, T\) long tensor"),
+    (lambda: mae.SequenceMAE(torch.tensor([[4, 5]]), 0), r"^vocab_size must be"),
+    (lambda: mae.SequenceMAE(torch.tensor([[4, 5]]), 10, seed=-1), r"^seed must be"),
+    (lambda: mae.SequenceMAE(torch.tensor([[4, 5]]), 10, latent_dim=0), r"^latent_dim, emb, hidden and k must be positive ints$"),
+    (lambda: mae.SequenceMAE(torch.tensor([[4, 5]]), 10, emb=0), r"^latent_dim, emb, hidden and k must be positive ints$"),
+    (lambda: mae.SequenceMAE(torch.tensor([[4, 5]]), 10, k=0), r"^latent_dim, emb, hidden and k must be positive ints$"),
+    (lambda: mae.SequenceMAE(torch.tensor([[4, 5]]), 10, hidden=1.5), r"^latent_dim, emb, hidden and k must be positive ints$"),
+    (lambda: mae.sequence_reconstruction_rates("m", torch.tensor([[4]])), r"^model must be a SequenceMAE"),
+    (lambda: mae.sequence_reconstruction_rates(_small_sequence_model()[0], torch.tensor([[4, 20]])),
+     r"^x must hold token ids in \[0, 11\) \(the model's vocabulary\), got ids from 4 to 20$"),
+    (lambda: mae.sequence_reconstruction_rates(_small_sequence_model()[0], torch.tensor([[-1, 2]])),
+     r"^x must hold token ids in \[0, 11\)"),
+    (lambda: mae.sequence_reconstruction_rates(_small_sequence_model()[0], torch.tensor([4, 5])), r"^x must be"),
+    (lambda: mae.sequence_reconstruction_rates(_small_sequence_model()[0], torch.tensor([[4]]), seed=-1), r"^seed must be"),
+]
+
+
+@pytest.mark.parametrize("i", range(len(_MAE_BAD)))
+def test_error_messages_name_the_argument(i):
+    call, pattern = _MAE_BAD[i]
+    with pytest.raises((ValueError, TypeError), match=pattern):
+        call()
