@@ -56,6 +56,7 @@ MODULES = ("boolean", "boolean_families", "distill", "equivalence", "nets", "tra
            "teacher_student",
            "teacher_student_conv",
            "smoke",
+           "image_nets",
            )
 NAN = float("nan")
 INF = float("inf")
@@ -230,6 +231,36 @@ def _teacher_student_specs(TSM, C, NI, SE, RA, RE, A):
         ("teacher_student", "layer_best_correlations", deep),
         ("teacher_student", "train_deep", lambda: dict(deep(), steps=(2, NI), lr=(0.01, RA), batch_size=(4, SE), seed=(0, SE),
                                                         record_at=([0, 2], "list"))),
+    ]
+
+
+def _image_nets_specs(IN, C, SE, A):
+    """lib.image_nets (chapter 08, image networks): one valid call per public function."""
+    import torch
+    from lib.data import DataSplit
+    g = lambda: torch.Generator().manual_seed(0)
+    split = lambda: DataSplit(torch.randn(20, 64, generator=g()), torch.arange(20) % 10, torch.randn(6, 64, generator=g()),
+                              torch.arange(6) % 10, "toy")
+    net = lambda arch="dense": IN.make_net(arch, 0)
+    X = lambda: torch.randn(5, 64, generator=g()).numpy()
+    v = lambda i: np.random.default_rng(i).standard_normal(64)
+    return [
+        ("image_nets", "standardise", lambda: dict(split=(split(), "model"))),
+        ("image_nets", "make_net", lambda: dict(arch=("simple", "choice"), seed=(0, SE))),
+        ("image_nets", "train_net", lambda: dict(net=(net("linear"), "model"), split=(split(), "model"), optimiser=("adamw", "choice"),
+                                                  epochs=(1, C), batch_size=(8, C), seed=(0, SE), progress=(False, None))),
+        ("image_nets", "zoo_names", lambda: dict(archs=(("linear", "dense"), "list"), copies=(1, C))),
+        ("image_nets", "train_zoo", lambda: dict(split=(split(), "model"), epochs=(1, C), seed=(0, SE), archs=(("linear",), "list"),
+                                                  copies=(1, C), progress=(False, None))),
+        ("image_nets", "local_coefficients", lambda: dict(net=(net("simple"), "model"), X=(X(), A), chunk=(2, C))),
+        ("image_nets", "accuracy", lambda: dict(net=(net(), "model"), X=(X(), A), y=(np.arange(5), "labels"))),
+        ("image_nets", "activation_pattern", lambda: dict(net=(net("complex"), "model"), X=(X(), A))),
+        ("image_nets", "closest_triple", lambda: dict(X=(X(), A))),
+        ("image_nets", "plane_through", lambda: dict(A=(v(0), A), B=(v(1), A), C=(v(2), A))),
+        ("image_nets", "plane_points", lambda: dict(origin=(v(0), A), e1=(v(1), A), e2=(v(2), A), coords=(np.ones((3, 2)), A))),
+        ("image_nets", "region_labels", lambda: dict(keys=(np.arange(9.0)[:, None] // 4, A), p=(3, C), tol=(1e-9, "nonneg"))),
+        ("image_nets", "dense_plane_params", lambda: dict(net=(net(), "model"), origin=(v(0), A), e1=(v(1), A), e2=(v(2), A))),
+        ("image_nets", "gradient_covariance", lambda: dict(J=(np.ones((4, 3, 5)), A))),
     ]
 
 
@@ -726,6 +757,7 @@ def _specs():
                                                          lr=(0.1, RA), momentum=(0.9, "fraction"), batch_size=(10, C), halve_every=(5, C))),
         # teacher_student (chapter 09); batch_size takes the "seed" kind (-1, 2.5, 'x'): None is a documented value (GD)
         *_teacher_student_specs(lib["teacher_student"], C, NI, SE, RA, RE, A),
+        *_image_nets_specs(lib["image_nets"], C, SE, A),
         ("data", "synthetic_2d", lambda: dict(kind=("xor", "choice"), n=(20, C), seed=(0, SE), noise=(0.1, "nonneg"), test_fraction=(0.5, "fraction"))),
         ("data", "load_digits_split", lambda: dict(classes=([0, 1], "list"), test_fraction=(0.25, "fraction"), seed=(0, SE))),
         ("data", "smoke_online", lambda: dict(name=("mnist", "choice"), seed=(0, SE))),

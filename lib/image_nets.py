@@ -1,0 +1,392 @@
+"""The image networks of Sattelberg's §6.1 (Table 6.1) at digits scale, and their exact local maps.
+
+Sattelberg (2026), *Local Linearity of ReLU Neural Networks*, §6.1 (= §7.1), §6.3 and §6.4; used by
+the sections ``08_local_linearity_image_networks`` (Chapter 6) and the network comparisons of
+Chapter 7. The thesis trains seven architectures on MNIST/CIFAR-10 (3x32x32 inputs); the four it
+trains from scratch are rebuilt here for scikit-learn's 8x8 digits (inputs ``(N, 64)``, values in
+[0, 1], :func:`lib.data.load_digits_split`), returning ``(N, 10)`` logits:
+
+* ``linear``  — a linear classifier ``Linear(64, 10)``;
+* ``dense``   — one hidden layer of 128 ReLU: ``Linear(64, 128) -> ReLU -> Linear(128, 10)``;
+* ``simple``  — ``[conv(C, 3x3) -> maxpool(2x2) -> ReLU] x 2 -> Linear(C*2*2, 10)`` (ReLU *after*
+  pooling, two conv layers, as the thesis);
+* ``complex`` — ``[conv(C, 3x3) -> ReLU -> maxpool(2x2)] x 3 -> Linear(C, 10)`` (ReLU *before*
+  pooling, three conv layers, as the thesis; 8 -> 4 -> 2 -> 1 pixels).
+
+Choices the thesis leaves unstated (ours): ``C = 32`` channels (the thesis' 32 filters), 3x3 kernels
+with padding 1 and stride 1 (the spatial size is kept, only pooling halves it), non-overlapping 2x2
+max pooling, biases everywhere, PyTorch's default initialisation, float32 training (the thesis used
+16-bit floats), one input channel (digits are grey; the thesis repeated MNIST to 3 channels).
+
+Every net is piecewise affine (ReLU and max pooling are), so at each input ``x`` it equals
+``J(x) x + y(x)`` exactly on ``x``'s linear region (eq. 5.25): :func:`local_coefficients` computes
+``(J, y)`` by ``torch.func.vmap(jacrev)`` in float64. Further tools of §6.3/§6.4:
+
+* :func:`activation_pattern` — the bits of every ReLU (and, with pooling, the arg-max of every pool
+  window, the thesis' "max pooling choices") of a torch net;
+* :func:`closest_triple`, :func:`plane_through` (eq. 6.2), :func:`plane_points` — the cross-section
+  plane through three images and its points;
+* :func:`region_labels` — grid regions by raster-neighbour merging (Fig. 6.12), keyed by pattern or
+  by coefficients within a tolerance;
+* :func:`dense_plane_params` — a 1-hidden-layer net restricted to a plane, as a 2-input ReLU MLP
+  (``(W, b)`` list) whose regions :func:`lib.linear_regions.regions_2d` finds exactly;
+* :func:`gradient_covariance` — the active-subspace spectra of §6.4.
+"""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+import torch
+from torch import nn
+
+from lib import validate as V
+
+__all__ = ["ARCHS", "OPTIMISERS", "N_PIXELS", "N_CLASSES", "standardise", "make_net", "train_net", "train_zoo", "zoo_names",
+           "local_coefficients", "accuracy", "activation_pattern", "closest_triple", "plane_through",
+           "plane_points", "region_labels", "dense_plane_params", "gradient_covariance"]
+
+ARCHS = ("linear", "dense", "simple", "complex")
+OPTIMISERS = ("sgd", "adamw")
+_OPT_LABEL = {"sgd": "SGD", "adamw": "AdamW"}
+N_PIXELS, N_CLASSES, SIDE = 64, 10, 8
+CHANNELS = 32     # filters per conv layer (thesis: 32)
+HIDDEN = 128      # ReLUs of the dense net (thesis: 128)
+
+
+class _Image(nn.Module):
+    """Reshape ``(N, 64)`` rows to ``(N, 1, 8, 8)`` images (the conv nets' first layer)."""
+
+    def forward(self, x):
+        return x.reshape(-1, 1, SIDE, SIDE)
+
+
+def _conv_block(c_in: int, relu_after_pool: bool) -> list:
+    conv = nn.Conv2d(c_in, CHANNELS, 3, padding=1)
+    pool = nn.MaxPool2d(2)
+    return [conv, pool, nn.ReLU()] if relu_after_pool else [conv, nn.ReLU(), pool]
+
+
+def standardise(split):
+    """``split`` with its pixels centred and scaled by the training set's mean and standard deviation
+    (one channel, so one mean and one std). The thesis normalises MNIST and CIFAR "centered at zero by
+    channel" (§6.1; the std is unstated, unit std assumed). Test pixels use the training statistics."""
+    from lib.data import DataSplit
+
+    split = _check_split(split)
+    mean, std = split.X_train.mean(), split.X_train.std()
+    if not float(std) > 0:
+        raise V.ArgumentValueError("split.X_train must not be constant (its standard deviation is 0)")
+    return DataSplit((split.X_train - mean) / std, split.y_train, (split.X_test - mean) / std, split.y_test,
+                     getattr(split, "name", ""))
+
+
+def make_net(arch: str, seed: int = 0) -> nn.Module:
+    """A fresh float32 network of family ``arch`` (one of :data:`ARCHS`), initialised from ``seed``.
+
+    Input ``(N, 64)``, output ``(N, 10)`` logits; the layer lists are in the module docstring.
+    The global torch RNG is left as it was.
+    """
+    V.choice(arch, "arch", ARCHS)
+    seed = V.seed(seed)
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        if arch == "linear":
+            layers = [nn.Linear(N_PIXELS, N_CLASSES)]
+        elif arch == "dense":
+            layers = [nn.Linear(N_PIXELS, HIDDEN), nn.ReLU(), nn.Linear(HIDDEN, N_CLASSES)]
+        elif arch == "simple":
+            layers = [_Image(), *_conv_block(1, True), *_conv_block(CHANNELS, True), nn.Flatten(),
+                      nn.Linear(CHANNELS * 2 * 2, N_CLASSES)]
+        else:
+            layers = [_Image(), *_conv_block(1, False), *_conv_block(CHANNELS, False),
+                      *_conv_block(CHANNELS, False), nn.Flatten(), nn.Linear(CHANNELS, N_CLASSES)]
+        return nn.Sequential(*layers)
+
+
+def _check_net(net) -> nn.Module:
+    return V.instance(net, "net", nn.Module, "a torch.nn.Module")
+
+
+def _check_split(split):
+    for field in ("X_train", "y_train", "X_test", "y_test"):
+        if not hasattr(split, field):
+            raise V.ArgumentTypeError(f"split must be a lib.data.DataSplit (with X_train, y_train, X_test, "
+                                      f"y_test), got {V.describe(split)}")
+    V.tensor(split.X_train, "split.X_train", ndim=2, shape=(None, N_PIXELS), floating=True)
+    V.labels(split.y_train, "split.y_train", N_CLASSES, n=split.X_train.shape[0])
+    return split
+
+
+def _optimizer(net: nn.Module, optimiser: str) -> torch.optim.Optimizer:
+    """The thesis' optimisers (§6.1): SGD lr 0.01, momentum 0.5, weight decay 0.01; AdamW with
+    PyTorch's defaults (lr 1e-3, betas (0.9, 0.999)) and weight decay 0.01."""
+    if optimiser == "sgd":
+        return torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.5, weight_decay=0.01)
+    return torch.optim.AdamW(net.parameters(), lr=1e-3, weight_decay=0.01)
+
+
+def _cross_entropy(out, y):
+    return nn.functional.cross_entropy(out, y)
+
+
+def train_net(net: nn.Module, split, optimiser: str = "sgd", epochs: int = 15, batch_size: int = 32,
+              seed: int = 0, progress: bool = True) -> nn.Module:
+    """Train ``net`` in place on ``split``'s training set with the thesis' protocol (§6.1): softmax
+    cross-entropy, minibatches of ``batch_size`` (32) in a fresh order each epoch drawn from ``seed``,
+    ``epochs`` epochs (15), ``optimiser`` ``"sgd"`` or ``"adamw"`` (hyper-parameters in
+    :func:`_optimizer`). Returns ``net`` (in eval mode). A NaN loss stops with
+    :class:`lib.validate.TrainingDivergedError`; a progress bar shows the epochs.
+    """
+    from lib.train import _minibatch_loop
+
+    net, split = _check_net(net), _check_split(split)
+    V.choice(optimiser, "optimiser", OPTIMISERS)
+    epochs, batch_size = V.positive_int(epochs, "epochs"), V.positive_int(batch_size, "batch_size")
+    seed = V.seed(seed)
+    net.train()
+    _minibatch_loop(net, split.X_train, split.y_train, _cross_entropy, epochs, batch_size,
+                    0.01 if optimiser == "sgd" else 1e-3, seed, _optimizer(net, optimiser), progress,
+                    f"train {optimiser}", None)
+    return net.eval()
+
+
+def zoo_names(archs=ARCHS, copies: int = 2) -> list[tuple[str, str, str]]:
+    """The zoo's ``(name, arch, optimiser)`` in its fixed order: all SGD nets, then all AdamW nets;
+    within an optimiser the families in the order of ``archs``, one ``linear`` (its copies would be
+    the same convex problem) and ``copies`` independently initialised copies of every other family,
+    named ``dense1-SGD``, ``dense2-SGD``, ... (Table 6.1's rows)."""
+    archs = V.sequence(archs, "archs", min_len=1)
+    for a in archs:
+        V.choice(a, "archs entry", ARCHS)
+    if len(set(archs)) != len(archs):
+        raise V.ArgumentValueError(f"archs must not repeat a family, got {archs!r}")
+    copies = V.positive_int(copies, "copies")
+    names = []
+    for opt in OPTIMISERS:
+        for arch in archs:
+            if arch == "linear":
+                names.append((f"linear-{_OPT_LABEL[opt]}", arch, opt))
+            else:
+                names += [(f"{arch}{k}-{_OPT_LABEL[opt]}", arch, opt) for k in range(1, copies + 1)]
+    return names
+
+
+def train_zoo(split, epochs: int = 15, seed: int = 0, archs=ARCHS, copies: int = 2,
+              progress: bool = True) -> dict[str, nn.Module]:
+    """Train the zoo of :func:`zoo_names` on ``split``: net ``i`` of that order is initialised and
+    shuffled from ``seed + i`` (so every copy is independent). Returns ``{name: trained net}`` in
+    that order."""
+    names = zoo_names(archs, copies)
+    split, seed = _check_split(split), V.seed(seed)
+    epochs = V.positive_int(epochs, "epochs")
+    zoo = {}
+    for i, (name, arch, opt) in enumerate(names):
+        zoo[name] = train_net(make_net(arch, seed + i), split, opt, epochs, 32, seed + i, progress)
+    return zoo
+
+
+def _inputs(X, name: str = "X") -> torch.Tensor:
+    """``X`` (array or tensor, ``(N, 64)``) as a float64 tensor."""
+    return torch.as_tensor(V.array(X, name, ndim=2, shape=(None, N_PIXELS)), dtype=torch.float64)
+
+
+def local_coefficients(net: nn.Module, X, chunk: int = 1024) -> tuple[np.ndarray, np.ndarray]:
+    """The exact local affine maps of ``net`` at the rows of ``X`` (eq. 5.25, §6.1):
+    ``J`` ``(N, 10, 64)`` (row ``j`` = gradient of output ``j``; ``J[out, in]``, pitfall P6) and
+    ``y`` ``(N, 10)`` with ``net(x) = J x + y`` on ``x``'s linear region.
+
+    Computed in float64 on a double copy of ``net`` (the float32 weights are exact in float64) by
+    ``torch.func.vmap(jacrev)``, ``chunk`` rows at a time; ``y = net(x) - J x`` (not ``net(x)``,
+    pitfall P2). At a max-pool tie or a ReLU exactly at 0, autograd's choice picks one adjacent region.
+    """
+    net = _check_net(net)
+    X = _inputs(X)
+    chunk = V.positive_int(chunk, "chunk")
+    net64 = copy.deepcopy(net).double().eval()
+
+    def f(x):
+        return net64(x[None])[0]
+
+    jac = torch.func.vmap(torch.func.jacrev(f))
+    Js, ys = [], []
+    for i in range(0, X.shape[0], chunk):
+        xb = X[i:i + chunk]
+        J = jac(xb).detach()
+        with torch.no_grad():
+            out = net64(xb)
+        Js.append(J)
+        ys.append(out - torch.einsum("noi,ni->no", J, xb))
+    return torch.cat(Js).numpy(), torch.cat(ys).numpy()
+
+
+def accuracy(net: nn.Module, X, y) -> float:
+    """The fraction of rows of ``X`` (``(N, 64)``) whose arg-max logit is the label ``y``."""
+    net = _check_net(net)
+    X = torch.as_tensor(V.array(X, "X", ndim=2, shape=(None, N_PIXELS)), dtype=torch.float32)
+    V.labels(y, "y", N_CLASSES, n=X.shape[0])
+    y = V.array(y, "y", ndim=1, integer=True)
+    with torch.no_grad():
+        pred = net.eval()(X).argmax(1).numpy()
+    return float((pred == y).mean())
+
+
+def activation_pattern(net: nn.Module, X) -> np.ndarray:
+    """The activation pattern of ``net`` at each row of ``X``: a bool array ``(N, n_bits)`` holding,
+    in forward order, ``output > 0`` of every ReLU module and, for every ``MaxPool2d``, the one-hot
+    arg-max of each pool window (pitfall P7: without it a pattern map undercounts). Computed in
+    float64; two inputs with equal patterns lie in the same linear region.
+    """
+    net = _check_net(net)
+    X = _inputs(X)
+    net64 = copy.deepcopy(net).double().eval()
+    bits, hooks = [], []
+
+    def relu_hook(module, inp, out):
+        bits.append((out > 0).flatten(1))
+
+    def pool_hook(module, inp, out):
+        x = inp[0]
+        k = module.kernel_size if isinstance(module.kernel_size, int) else module.kernel_size[0]
+        _, idx = nn.functional.max_pool2d(x, k, return_indices=True)
+        onehot = torch.zeros(x.shape[0], x.shape[1], x.shape[2] * x.shape[3], dtype=torch.bool)
+        onehot.scatter_(2, idx.flatten(2), True)
+        bits.append(onehot.flatten(1))
+
+    for m in net64.modules():
+        if isinstance(m, nn.ReLU):
+            hooks.append(m.register_forward_hook(relu_hook))
+        elif isinstance(m, nn.MaxPool2d):
+            hooks.append(m.register_forward_hook(pool_hook))
+    try:
+        with torch.no_grad():
+            net64(X)
+    finally:
+        for h in hooks:
+            h.remove()
+    if not bits:
+        return np.zeros((X.shape[0], 0), dtype=bool)
+    return torch.cat(bits, 1).numpy()
+
+
+def closest_triple(X) -> np.ndarray:
+    """Indices ``(a, b, c)`` of three rows of ``X`` that are mutually close (§6.3, Figs. 6.8/6.9):
+    for every row, its two nearest neighbours; the triple with the smallest sum of its three pairwise
+    Euclidean distances wins (ties: the lowest row). ``a`` is that row, ``b`` its nearer neighbour."""
+    X = V.array(X, "X", ndim=2)
+    if X.shape[0] < 3:
+        raise V.ArgumentValueError(f"X must have at least 3 rows, got {X.shape[0]}")
+    D = np.sqrt(np.maximum(((X[:, None, :] - X[None, :, :]) ** 2).sum(-1), 0.0))
+    np.fill_diagonal(D, np.inf)
+    nn2 = np.argsort(D, axis=1, kind="stable")[:, :2]
+    b, c = nn2[:, 0], nn2[:, 1]
+    rows = np.arange(X.shape[0])
+    total = D[rows, b] + D[rows, c] + D[b, c]
+    a = int(np.argmin(total))
+    return np.array([a, b[a], c[a]])
+
+
+def plane_through(A, B, C) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The cross-section plane of eq. (6.2) through the points ``A, B, C``: ``(origin, e1, e2)`` with
+    ``origin = A``, ``e1 = u1/|u1|``, ``u1 = B - A``, and ``e2 = u2/|u2|`` where ``u2`` is ``C - A``
+    minus its projection on ``u1`` (Gram-Schmidt). ``B`` lies on the x-axis. The three points must not
+    be collinear."""
+    A = V.array(A, "A", ndim=1)
+    B = V.array(B, "B", shape=A.shape)
+    C = V.array(C, "C", shape=A.shape)
+    u1 = B - A
+    n1 = float(u1 @ u1)
+    if n1 == 0.0:
+        raise V.ArgumentValueError("A and B must differ (u1 = B - A is zero)")
+    u2 = C - A - ((C - A) @ u1) / n1 * u1
+    n2 = float(np.linalg.norm(u2))
+    if n2 <= 1e-12 * np.sqrt(n1):
+        raise V.ArgumentValueError("A, B and C must not be collinear (u2 of eq. 6.2 is zero)")
+    return A.copy(), u1 / np.sqrt(n1), u2 / n2
+
+
+def plane_points(origin, e1, e2, coords) -> np.ndarray:
+    """The points ``origin + s e1 + t e2`` for the rows ``(s, t)`` of ``coords`` ``(M, 2)``."""
+    origin = V.array(origin, "origin", ndim=1)
+    e1 = V.array(e1, "e1", shape=origin.shape)
+    e2 = V.array(e2, "e2", shape=origin.shape)
+    coords = V.array(coords, "coords", ndim=2, shape=(None, 2))
+    return origin[None, :] + coords[:, :1] * e1[None, :] + coords[:, 1:] * e2[None, :]
+
+
+def region_labels(keys, p: int, tol: float = 0.0) -> np.ndarray:
+    """Regions of a ``p x p`` grid (rows of ``keys`` in raster order, ``(p*p, k)``) by raster-neighbour
+    merging (§6.3, Fig. 6.12): each point joins the region of its left neighbour and of its neighbours
+    above-left, above and above-right whose keys agree, i.e. ``max|key_a - key_b| <= tol * scale`` with
+    ``scale`` the largest ``|key|`` of the grid (``tol = 0``: exact equality, for activation patterns).
+    Union-find makes regions that meet later one region. Returns labels ``(p, p)`` numbered 0.. in
+    raster order; the count is ``labels.max() + 1``."""
+    p = V.positive_int(p, "p")
+    keys = V.array(keys, "keys", ndim=2, shape=(p * p, None), nonempty=False, dtype=None)
+    tol = V.nonnegative(tol, "tol")
+    if tol == 0.0:  # exact equality: one integer id per distinct key (bit patterns stay compact)
+        packed = np.packbits(keys, axis=1) if keys.dtype == bool else keys
+        keys = np.unique(packed, axis=0, return_inverse=True)[1].reshape(-1, 1).astype(np.float64)
+    keys = keys.astype(np.float64, copy=False)
+    K = keys.reshape(p, p, -1)
+    bound = tol * float(np.abs(keys).max()) if keys.size else 0.0
+    parent = np.arange(p * p)
+
+    def find(i):
+        root = i
+        while parent[root] != root:
+            root = parent[root]
+        while parent[i] != root:
+            parent[i], i = root, parent[i]
+        return root
+
+    def same(a, b):
+        return np.abs(a - b).max(-1) <= bound if a.shape[-1] else np.ones(a.shape[:-1], bool)
+
+    links = []  # (offset_row, offset_col) of already-visited neighbours
+    for dr, dc in ((0, -1), (-1, -1), (-1, 0), (-1, 1)):
+        r0, r1 = max(0, -dr), p
+        c0, c1 = max(0, -dc), p - max(0, dc)
+        ok = same(K[r0:r1, c0:c1], K[r0 + dr:r1 + dr, c0 + dc:c1 + dc])
+        rr, cc = np.nonzero(ok)
+        links.append(np.stack([(rr + r0) * p + cc + c0, (rr + r0 + dr) * p + cc + c0 + dc], 1))
+    for a, b in np.concatenate(links):
+        ra, rb = find(a), find(b)
+        if ra != rb:
+            parent[max(ra, rb)] = min(ra, rb)
+    roots = np.array([find(i) for i in range(p * p)])
+    _, labels = np.unique(roots, return_inverse=True)
+    return labels.reshape(p, p)
+
+
+def dense_plane_params(net: nn.Module, origin, e1, e2) -> list:
+    """A ``dense`` net restricted to the plane ``x = origin + s e1 + t e2`` as a 2-input ReLU MLP
+    ``[(W1 [e1 e2], W1 origin + b1), (W2, b2)]`` (float64), so that its regions in the ``(s, t)`` plane
+    are found exactly by :func:`lib.linear_regions.regions_2d` (the composition of an affine map with
+    the first layer is again an affine first layer)."""
+    net = _check_net(net)
+    lin = [m for m in net.modules() if isinstance(m, nn.Linear)]
+    others = [m for m in net.modules() if not isinstance(m, (nn.Linear, nn.ReLU, nn.Sequential))]
+    if len(lin) != 2 or others or lin[0].in_features != N_PIXELS:
+        raise V.ArgumentValueError(f"net must be a 'dense' net (Linear(64, h) -> ReLU -> Linear), got {net}")
+    origin = V.array(origin, "origin", shape=(N_PIXELS,))
+    e1 = V.array(e1, "e1", shape=(N_PIXELS,))
+    e2 = V.array(e2, "e2", shape=(N_PIXELS,))
+    W1, b1 = (t.detach().double().numpy() for t in (lin[0].weight, lin[0].bias))
+    W2, b2 = (t.detach().double().numpy() for t in (lin[1].weight, lin[1].bias))
+    return [(W1 @ np.stack([e1, e2], 1), W1 @ origin + b1), (W2, b2)]
+
+
+def gradient_covariance(J) -> tuple[np.ndarray, np.ndarray]:
+    """Active subspaces of each output (§6.4, [116]): ``C_j = (1/N) sum_x grad v_j grad v_j^T`` over the
+    rows of ``J`` ``(N, n_out, d)``. Returns the eigenvalues ``(n_out, d)`` in decreasing order
+    (clipped at 0; ``C_j`` is positive semi-definite) and the eigenvectors ``(n_out, d, d)`` (column
+    ``k`` of ``[j]`` belongs to eigenvalue ``k``; sign fixed so that its largest entry is positive)."""
+    J = V.array(J, "J", ndim=3)
+    C = np.einsum("noi,nok->oik", J, J) / J.shape[0]
+    vals, vecs = np.linalg.eigh(C)
+    vals, vecs = np.maximum(vals[:, ::-1], 0.0), vecs[:, :, ::-1]
+    idx = np.abs(vecs).argmax(1)
+    signs = np.sign(np.take_along_axis(vecs, idx[:, None, :], 1))
+    return vals, vecs * np.where(signs == 0, 1.0, signs)

@@ -1,0 +1,424 @@
+"""Unit tests of lib.image_nets (chapter 08, section on the image networks of §6.1, §6.3, §6.4).
+
+Values are checked against independent computations: parameter counts worked out by hand, the exact
+float64 local maps of lib.linear_regions (no autograd), a hand-written SGD/AdamW step, finite
+differences inside a linear region, scipy's connected-component labelling, brute-force searches and
+explicit loops for the covariance.
+"""
+
+import itertools
+
+import numpy as np
+import pytest
+import torch
+from scipy import ndimage
+
+from lib import image_nets as I
+from lib import linear_regions as LR
+from lib.data import DataSplit, load_digits_split
+from lib.nets import activation_patterns as np_patterns
+
+
+@pytest.fixture(scope="module")
+def digits():
+    return I.standardise(load_digits_split(standardize=False))
+
+
+def small_split(n=40, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    X = torch.randn(n, 64, generator=g)
+    y = torch.arange(n) % 10
+    return DataSplit(X, y, X[:12].clone(), y[:12].clone(), "toy")
+
+
+def dense_params(net):
+    lin = [m for m in net if isinstance(m, torch.nn.Linear)]
+    return [(m.weight.detach().double().numpy(), m.bias.detach().double().numpy()) for m in lin]
+
+
+# ---------------------------------------------------------------------------------------------- nets
+@pytest.mark.parametrize("arch, n_params", [
+    ("linear", 64 * 10 + 10),
+    ("dense", 64 * 128 + 128 + 128 * 10 + 10),
+    ("simple", (9 * 32 + 32) + (32 * 32 * 9 + 32) + (32 * 4 * 10 + 10)),
+    ("complex", (9 * 32 + 32) + 2 * (32 * 32 * 9 + 32) + (32 * 10 + 10)),
+])
+def test_make_net_shapes_and_sizes(arch, n_params):
+    net = I.make_net(arch, seed=3)
+    assert sum(p.numel() for p in net.parameters()) == n_params
+    out = net(torch.randn(5, 64))
+    assert out.shape == (5, 10) and out.dtype == torch.float32
+
+
+def test_make_net_layer_order():
+    kinds = lambda net: [type(m).__name__ for m in net]  # noqa: E731
+    assert kinds(I.make_net("linear")) == ["Linear"]
+    assert kinds(I.make_net("dense")) == ["Linear", "ReLU", "Linear"]
+    assert kinds(I.make_net("simple")) == ["_Image", "Conv2d", "MaxPool2d", "ReLU", "Conv2d", "MaxPool2d", "ReLU",
+                                           "Flatten", "Linear"]
+    assert kinds(I.make_net("complex")) == ["_Image"] + ["Conv2d", "ReLU", "MaxPool2d"] * 3 + ["Flatten", "Linear"]
+    for m in I.make_net("complex"):
+        if isinstance(m, torch.nn.Conv2d):
+            assert m.kernel_size == (3, 3) and m.padding == (1, 1) and m.stride == (1, 1) and m.out_channels == 32
+        if isinstance(m, torch.nn.MaxPool2d):
+            assert m.kernel_size == 2 and m.stride == 2
+    assert I.make_net("dense")[0].out_features == 128
+
+
+def test_conv_nets_read_pixels_as_8x8_images():
+    """Pixel (r, c) of the row is image pixel (r, c): a conv net's first-layer output at (r, c) sees it."""
+    net = I.make_net("simple", 0)
+    conv = net[1]
+    x = torch.zeros(1, 64)
+    x[0, 2 * 8 + 5] = 1.0
+    with torch.no_grad():
+        got = conv(net[0](x))[0, 0]
+        want = conv.bias[0] + torch.zeros(8, 8)
+        want[1:4, 4:7] += conv.weight[0, 0].flip(0).flip(1)
+    torch.testing.assert_close(got, want)
+
+
+def test_make_net_seeding():
+    a, b, c = I.make_net("dense", 1), I.make_net("dense", 1), I.make_net("dense", 2)
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
+    assert not torch.equal(a[0].weight, c[0].weight)
+    torch.manual_seed(123)
+    before = torch.rand(1)
+    torch.manual_seed(123)
+    I.make_net("simple", 5)
+    assert torch.equal(torch.rand(1), before)  # the global RNG is untouched
+
+
+def test_standardise(digits):
+    raw = load_digits_split(standardize=False)
+    s = I.standardise(raw)
+    assert abs(float(s.X_train.mean())) < 1e-5 and abs(float(s.X_train.std()) - 1) < 1e-5
+    m, sd = raw.X_train.double().mean(), raw.X_train.double().std()
+    torch.testing.assert_close(s.X_test.double(), (raw.X_test.double() - m) / sd, atol=1e-5, rtol=0)
+    assert torch.equal(s.y_test, raw.y_test) and s.name == raw.name
+    flat = DataSplit(torch.ones(20, 64), torch.arange(20) % 10, torch.ones(3, 64), torch.arange(3), "x")
+    with pytest.raises(ValueError, match="constant"):
+        I.standardise(flat)
+
+
+# ---------------------------------------------------------------------------------------------- training
+def manual_epoch(net, split, optimiser, seed, batch=32):
+    """One epoch by hand (thesis hyper-parameters): SGD lr 0.01, momentum 0.5, wd 0.01 (coupled);
+    AdamW lr 1e-3, betas (0.9, 0.999), eps 1e-8, decoupled wd 0.01."""
+    params = list(net.parameters())
+    state = [dict(v=torch.zeros_like(p), m=torch.zeros_like(p), s=torch.zeros_like(p)) for p in params]
+    order = torch.randperm(split.X_train.shape[0], generator=torch.Generator().manual_seed(seed))
+    t = 0
+    for i in range(0, len(order), batch):
+        idx = order[i:i + batch]
+        net.zero_grad()
+        torch.nn.functional.cross_entropy(net(split.X_train[idx]), split.y_train[idx]).backward()
+        t += 1
+        with torch.no_grad():
+            for p, st in zip(params, state):
+                if optimiser == "sgd":
+                    g = p.grad + 0.01 * p
+                    st["v"] = g if t == 1 else 0.5 * st["v"] + g
+                    p -= 0.01 * st["v"]
+                else:
+                    p *= 1 - 1e-3 * 0.01
+                    st["m"] = 0.9 * st["m"] + 0.1 * p.grad
+                    st["s"] = 0.999 * st["s"] + 0.001 * p.grad ** 2
+                    mhat, shat = st["m"] / (1 - 0.9 ** t), st["s"] / (1 - 0.999 ** t)
+                    p -= 1e-3 * mhat / (shat.sqrt() + 1e-8)
+    return net
+
+
+@pytest.mark.parametrize("optimiser", ["sgd", "adamw"])
+def test_train_net_matches_hand_written_optimiser(optimiser):
+    split = small_split(70)
+    got = I.train_net(I.make_net("dense", 0), split, optimiser, epochs=1, seed=4, progress=False)
+    want = manual_epoch(I.make_net("dense", 0), split, optimiser, seed=4)
+    for p, q in zip(got.parameters(), want.parameters()):
+        torch.testing.assert_close(p, q, atol=2e-6, rtol=1e-5)
+    assert not got.training
+
+
+def test_train_net_batch_size_and_epochs_matter():
+    split = small_split(70)
+    a = I.train_net(I.make_net("linear", 0), split, "sgd", epochs=2, batch_size=32, progress=False)
+    b = I.train_net(I.make_net("linear", 0), split, "sgd", epochs=2, batch_size=16, progress=False)
+    c = I.train_net(I.make_net("linear", 0), split, "sgd", epochs=1, batch_size=32, progress=False)
+    d = I.train_net(I.make_net("linear", 0), split, "sgd", epochs=2, batch_size=32, progress=False)
+    assert not torch.equal(a[0].weight, b[0].weight) and not torch.equal(a[0].weight, c[0].weight)
+    assert torch.equal(a[0].weight, d[0].weight)
+
+
+def test_train_net_learns_digits(digits):
+    net = I.train_net(I.make_net("dense", 0), digits, "adamw", epochs=3, progress=False)
+    assert I.accuracy(net, digits.X_test, digits.y_test) > 0.85
+
+
+def test_zoo_names_order():
+    names = [n for n, _, _ in I.zoo_names()]
+    assert names == ["linear-SGD", "dense1-SGD", "dense2-SGD", "simple1-SGD", "simple2-SGD", "complex1-SGD",
+                     "complex2-SGD", "linear-AdamW", "dense1-AdamW", "dense2-AdamW", "simple1-AdamW",
+                     "simple2-AdamW", "complex1-AdamW", "complex2-AdamW"]
+    assert I.zoo_names(("dense", "linear"), copies=1) == [
+        ("dense1-SGD", "dense", "sgd"), ("linear-SGD", "linear", "sgd"),
+        ("dense1-AdamW", "dense", "adamw"), ("linear-AdamW", "linear", "adamw")]
+    with pytest.raises(ValueError, match="archs"):
+        I.zoo_names(("dense", "dense"))
+    with pytest.raises(ValueError, match="archs"):
+        I.zoo_names(("dense", "resnet18"))
+
+
+def test_train_zoo_seeds_and_order():
+    split = small_split(40)
+    zoo = I.train_zoo(split, epochs=1, seed=7, archs=("linear", "dense"), copies=2, progress=False)
+    assert list(zoo) == ["linear-SGD", "dense1-SGD", "dense2-SGD", "linear-AdamW", "dense1-AdamW", "dense2-AdamW"]
+    # net i is initialised and shuffled from seed + i
+    want = I.train_net(I.make_net("dense", 9), split, "sgd", epochs=1, seed=9, progress=False)
+    assert all(torch.equal(p, q) for p, q in zip(zoo["dense2-SGD"].parameters(), want.parameters()))
+    want = I.train_net(I.make_net("dense", 12), split, "adamw", epochs=1, seed=12, progress=False)
+    assert all(torch.equal(p, q) for p, q in zip(zoo["dense2-AdamW"].parameters(), want.parameters()))
+
+
+# ---------------------------------------------------------------------------------------------- local maps
+def test_local_coefficients_dense_equals_exact_local_affine():
+    net = I.make_net("dense", 2)
+    X = torch.randn(30, 64, generator=torch.Generator().manual_seed(0)).numpy()
+    J, y = I.local_coefficients(net, X, chunk=7)
+    A, c = LR.local_affine(dense_params(net), X)
+    assert J.dtype == np.float64 and J.shape == (30, 10, 64) and y.shape == (30, 10)
+    np.testing.assert_allclose(J, A, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(y, c, rtol=0, atol=1e-12)
+
+
+def test_local_coefficients_linear_net_is_its_weights():
+    net = I.make_net("linear", 1)
+    J, y = I.local_coefficients(net, np.random.default_rng(0).normal(size=(4, 64)))
+    for k in range(4):
+        np.testing.assert_array_equal(J[k], net[0].weight.detach().double().numpy())
+        np.testing.assert_allclose(y[k], net[0].bias.detach().double().numpy(), atol=1e-13)
+
+
+@pytest.mark.parametrize("arch", ["simple", "complex"])
+def test_local_coefficients_conv_exact_inside_region(arch):
+    net = I.make_net(arch, 0)
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(6, 64))
+    J, y = I.local_coefficients(net, X)
+    net64 = net.double()
+    with torch.no_grad():
+        out = net64(torch.tensor(X)).numpy()
+    np.testing.assert_allclose(np.einsum("noi,ni->no", J, X) + y, out, atol=1e-12, rtol=0)
+    # a small step that keeps the activation pattern keeps the map (finite differences, not autograd)
+    D = 1e-7 * rng.normal(size=X.shape)
+    same = (I.activation_pattern(net, X) == I.activation_pattern(net, X + D)).all(1)
+    assert same.sum() >= 4
+    with torch.no_grad():
+        out2 = net64(torch.tensor(X + D)).numpy()
+    np.testing.assert_allclose((np.einsum("noi,ni->no", J, X + D) + y)[same], out2[same], atol=1e-12, rtol=0)
+    assert np.abs(J).max() > 0 and np.abs(y).max() > 0
+
+
+def test_local_coefficients_leaves_net_float32():
+    net = I.make_net("simple", 0)
+    I.local_coefficients(net, np.zeros((2, 64)))
+    assert all(p.dtype == torch.float32 for p in net.parameters())
+
+
+def test_accuracy_by_hand():
+    net = I.make_net("linear", 0)
+    with torch.no_grad():
+        net[0].weight.zero_()
+        net[0].bias.zero_()
+        net[0].weight[:, :10] = torch.eye(10)
+    X = np.zeros((5, 64))
+    X[np.arange(5), [3, 1, 4, 1, 5]] = 1.0
+    assert I.accuracy(net, X, np.array([3, 1, 4, 0, 0])) == pytest.approx(3 / 5)
+    assert I.accuracy(net, torch.tensor(X), torch.tensor([3, 1, 4, 1, 5])) == 1.0
+
+
+# ---------------------------------------------------------------------------------------------- patterns
+def test_activation_pattern_dense_equals_numpy():
+    net = I.make_net("dense", 0)
+    X = np.random.default_rng(2).normal(size=(9, 64))
+    np.testing.assert_array_equal(I.activation_pattern(net, X), np_patterns(dense_params(net), X))
+    assert I.activation_pattern(I.make_net("linear"), X).shape == (9, 0)
+
+
+@pytest.mark.parametrize("arch, n_bits", [
+    ("simple", 32 * 64 + 32 * 16 + 32 * 16 + 32 * 4),          # pool1 one-hot, relu1, pool2 one-hot, relu2
+    ("complex", 32 * 64 * 2 + 32 * 16 * 2 + 32 * 4 * 2),       # relu then pool one-hot, 3 blocks
+])
+def test_activation_pattern_conv_bits(arch, n_bits):
+    net = I.make_net(arch, 0)
+    X = np.random.default_rng(3).normal(size=(4, 64))
+    P = I.activation_pattern(net, X)
+    assert P.shape == (4, n_bits) and P.dtype == bool
+    # the first pool's one-hot block (simple: bits 0..2047) marks exactly one cell per 2x2 window
+    if arch == "simple":
+        hot = P[:, :32 * 64].reshape(4, 32, 4, 2, 4, 2).sum((3, 5))
+        assert (hot == 1).all()
+        with torch.no_grad():
+            z = net[1](net[0](torch.tensor(X, dtype=torch.float32)))
+        win = z.reshape(4, 32, 4, 2, 4, 2).permute(0, 1, 2, 4, 3, 5).reshape(4, 32, 4, 4, 4).argmax(-1)
+        onehot = P[:, :32 * 64].reshape(4, 32, 4, 2, 4, 2).transpose(0, 1, 2, 4, 3, 5).reshape(4, 32, 4, 4, 4)
+        assert (onehot.argmax(-1) == win.numpy()).all()
+        relu1 = P[:, 32 * 64:32 * 64 + 32 * 16]
+        assert (relu1 == (torch.nn.functional.max_pool2d(z, 2) > 0).flatten(1).numpy()).all()
+
+
+def test_activation_pattern_changes_only_across_a_boundary():
+    net = I.make_net("complex", 1)
+    x = np.random.default_rng(0).normal(size=(1, 64))
+    assert (I.activation_pattern(net, x) == I.activation_pattern(net, x * (1 + 1e-12))).all()
+    assert (I.activation_pattern(net, x) != I.activation_pattern(net, -x)).any()
+
+
+# ---------------------------------------------------------------------------------------------- planes
+def brute_closest_triple(X):
+    D = np.linalg.norm(X[:, None] - X[None], axis=-1)
+    best = None
+    for a in range(len(X)):
+        d = D[a].copy()
+        d[a] = np.inf
+        b, c = np.argsort(d, kind="stable")[:2]
+        tot = D[a, b] + D[a, c] + D[b, c]
+        if best is None or tot < best[0]:
+            best = (tot, [a, b, c])
+    return best[1]
+
+
+def test_closest_triple_hand_case_and_brute_force():
+    X = np.array([[0.0, 0], [10, 0], [10.1, 0], [10, 0.3], [-5, 5], [20, 20]])
+    assert list(I.closest_triple(X)) == [1, 2, 3]
+    assert list(I.closest_triple(X[[5, 4, 3, 2, 1, 0]])) == [2, 4, 3]  # ties: the lowest row
+    for seed in range(5):
+        Y = np.random.default_rng(seed).normal(size=(25, 6))
+        assert list(I.closest_triple(Y)) == brute_closest_triple(Y)
+    with pytest.raises(ValueError, match="3 rows"):
+        I.closest_triple(np.zeros((2, 4)))
+
+
+def test_plane_through():
+    rng = np.random.default_rng(0)
+    A, B, C = rng.normal(size=(3, 64))
+    o, e1, e2 = I.plane_through(A, B, C)
+    np.testing.assert_array_equal(o, A)
+    assert abs(e1 @ e1 - 1) < 1e-12 and abs(e2 @ e2 - 1) < 1e-12 and abs(e1 @ e2) < 1e-12
+    coords = lambda P: np.array([(P - o) @ e1, (P - o) @ e2])  # noqa: E731
+    np.testing.assert_allclose(coords(B), [np.linalg.norm(B - A), 0], atol=1e-12)
+    np.testing.assert_allclose(I.plane_points(o, e1, e2, np.stack([coords(A), coords(B), coords(C)])), np.stack([A, B, C]),
+                               atol=1e-12)
+    o2, f1, f2 = I.plane_through(np.zeros(3), np.array([2.0, 0, 0]), np.array([1.0, 3, 0]))
+    np.testing.assert_allclose(f1, [1, 0, 0]) and np.testing.assert_allclose(f2, [0, 1, 0])
+    with pytest.raises(ValueError, match="collinear"):
+        I.plane_through(np.zeros(3), np.ones(3), 2 * np.ones(3))
+    with pytest.raises(ValueError, match="differ"):
+        I.plane_through(np.ones(3), np.ones(3), np.zeros(3))
+
+
+def test_plane_points_values():
+    P = I.plane_points(np.array([1.0, 2, 3]), np.array([1.0, 0, 0]), np.array([0.0, 0, 2]), np.array([[0.5, 1.0], [-1, 0]]))
+    np.testing.assert_array_equal(P, [[1.5, 2, 5], [0, 2, 3]])
+
+
+def scipy_count(keys, p):
+    K = keys.reshape(p, p, -1)
+    total = 0
+    for v in np.unique(keys, axis=0):
+        mask = (K == v).all(-1)
+        total += ndimage.label(mask, structure=np.ones((3, 3)))[1]
+    return total
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_region_labels_equals_8_connected_components(seed):
+    rng = np.random.default_rng(seed)
+    p = 9
+    keys = rng.integers(0, 3, size=(p * p, 2)).astype(float)
+    labels = I.region_labels(keys, p)
+    assert labels.max() + 1 == scipy_count(keys, p)
+    assert labels[0, 0] == 0
+    first = [np.argmax(labels.ravel() == k) for k in range(labels.max() + 1)]
+    assert first == sorted(first)  # numbered in raster order
+    # points of one label share a key
+    for k in range(labels.max() + 1):
+        assert len(np.unique(keys[labels.ravel() == k], axis=0)) == 1
+
+
+def test_region_labels_tolerance():
+    p = 4
+    base = np.repeat([[0.0], [1.0]], 8, axis=0)           # top two rows 0, bottom two rows 1
+    noisy = base + 1e-12 * np.arange(16)[:, None]
+    assert I.region_labels(noisy, p).max() + 1 == 16        # exact comparison: every point differs
+    assert I.region_labels(noisy, p, tol=1e-9).max() + 1 == 2
+    assert I.region_labels(base, p, tol=2.0).max() + 1 == 1  # tol is relative to the largest |key| (1)
+    assert I.region_labels(base, p, tol=0.99).max() + 1 == 2
+    U = np.array([[0, 1, 0], [0, 1, 0], [0, 0, 0]], float).reshape(9, 1)  # a U merges at the bottom
+    np.testing.assert_array_equal(I.region_labels(U, 3), [[0, 1, 0], [0, 1, 0], [0, 0, 0]])
+    assert I.region_labels(np.zeros((9, 0)), 3).max() == 0   # no key: one region
+
+
+def test_dense_plane_params_is_the_restricted_net():
+    net = I.make_net("dense", 4)
+    rng = np.random.default_rng(0)
+    o, e1, e2 = I.plane_through(*rng.normal(size=(3, 64)))
+    params = I.dense_plane_params(net, o, e1, e2)
+    st = rng.uniform(-2, 2, size=(50, 2))
+    X = I.plane_points(o, e1, e2, st)
+    with torch.no_grad():
+        want = net.double()(torch.tensor(X)).numpy()
+    from lib.nets import forward_f64
+    np.testing.assert_allclose(forward_f64(params, st), want, atol=1e-12, rtol=0)
+    np.testing.assert_array_equal(np_patterns(params, st), I.activation_pattern(net, X))
+    box = (-2, 2, -2, 2)
+    assert len(LR.regions_2d(params, box)) >= LR.grid_pattern_count(params, box, 40)
+    with pytest.raises(ValueError, match="dense"):
+        I.dense_plane_params(I.make_net("simple"), o, e1, e2)
+
+
+# ---------------------------------------------------------------------------------------------- sensitivity
+def test_gradient_covariance_against_loop():
+    rng = np.random.default_rng(0)
+    J = rng.normal(size=(7, 3, 5))
+    vals, vecs = I.gradient_covariance(J)
+    for j in range(3):
+        C = sum(np.outer(J[n, j], J[n, j]) for n in range(7)) / 7
+        np.testing.assert_allclose(vals[j], np.sort(np.linalg.eigvalsh(C))[::-1], atol=1e-12)
+        np.testing.assert_allclose(C @ vecs[j], vecs[j] * vals[j], atol=1e-12)
+        np.testing.assert_allclose(vecs[j].T @ vecs[j], np.eye(5), atol=1e-12)
+        assert (vecs[j][np.abs(vecs[j]).argmax(0), range(5)] > 0).all()
+    assert (np.diff(vals, axis=1) <= 0).all()
+
+
+def test_gradient_covariance_linear_net_rank_one():
+    net = I.make_net("linear", 0)
+    J, _ = I.local_coefficients(net, np.random.default_rng(0).normal(size=(20, 64)))
+    vals, vecs = I.gradient_covariance(J)
+    W = net[0].weight.detach().double().numpy()
+    np.testing.assert_allclose(vals[:, 0], (W ** 2).sum(1), rtol=1e-12)
+    assert (vals[:, 1] / vals[:, 0] < 1e-12).all()
+    np.testing.assert_allclose(np.abs(np.einsum("ji,ji->j", vecs[:, :, 0], W)), np.linalg.norm(W, axis=1), rtol=1e-10)
+
+
+# ---------------------------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize("call, match", [
+    (lambda: I.make_net("resnet18"), "arch"),
+    (lambda: I.make_net("dense", seed=-1), "seed"),
+    (lambda: I.train_net("net", small_split()), "net"),
+    (lambda: I.train_net(I.make_net("dense"), "split"), "split"),
+    (lambda: I.train_net(I.make_net("dense"), small_split(), "adam"), "optimiser"),
+    (lambda: I.train_net(I.make_net("dense"), small_split(), epochs=0), "epochs"),
+    (lambda: I.train_net(I.make_net("dense"), small_split(), batch_size=0), "batch_size"),
+    (lambda: I.train_zoo(small_split(), copies=0), "copies"),
+    (lambda: I.local_coefficients(I.make_net("dense"), np.zeros((3, 63))), "X"),
+    (lambda: I.local_coefficients(I.make_net("dense"), np.zeros((3, 64)), chunk=0), "chunk"),
+    (lambda: I.accuracy(I.make_net("dense"), np.zeros((3, 64)), np.array([0, 1])), "y"),
+    (lambda: I.accuracy(I.make_net("dense"), np.zeros((3, 64)), np.array([0, 1, 10])), "y"),
+    (lambda: I.region_labels(np.zeros((8, 1)), 3), "keys"),
+    (lambda: I.region_labels(np.zeros((9, 1)), 3, tol=-1), "tol"),
+    (lambda: I.gradient_covariance(np.zeros((3, 4))), "J"),
+    (lambda: I.plane_through(np.zeros(3), np.ones(4), np.ones(3)), "B"),
+])
+def test_bad_input(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
