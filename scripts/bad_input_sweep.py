@@ -264,6 +264,30 @@ def _image_nets_specs(IN, C, SE, A):
     ]
 
 
+def _network_comparison_specs(NCM, C, SE, RA, A):
+    """lib.network_comparison (chapter 08, comparisons): one valid call per public function."""
+    Cm = lambda s=0: np.random.default_rng(s).normal(size=(2, 6, 3))
+    Xn = lambda: np.random.default_rng(3).normal(size=(6, 2))
+    lg = lambda s=0: np.random.default_rng(s).normal(size=(6, 3))
+    return [
+        ("network_comparison", "coefficient_matrices", lambda: dict(J=(np.ones((6, 2, 2)), A), y=(np.ones((6, 2)), A))),
+        ("network_comparison", "affine_outputs", lambda: dict(C=(Cm(), A), X=(Xn(), A))),
+        ("network_comparison", "predict", lambda: dict(outputs=(lg(), A))),
+        ("network_comparison", "accuracy", lambda: dict(outputs=(lg(), A), labels=(np.arange(6) % 3, "labels"))),
+        ("network_comparison", "kmeans_centres", lambda: dict(C=(Cm(), A), k=(2, C), seed=(0, SE), n_init=(1, C), standardize=(False, None))),
+        ("network_comparison", "compress", lambda: dict(C_train=(Cm(), A), C_test=(Cm(1), A), k=(2, C), seed=(0, SE), n_init=(1, C),
+                                                        standardize=(True, None))),
+        ("network_comparison", "affine_map", lambda: dict(C_source=(Cm(), A), C_target=(Cm(1), A), rcond=(1e-10, RA))),
+        ("network_comparison", "relative_residual", lambda: dict(C_source=(Cm(), A), M=(np.ones((2, 3, 3)), A), C_target=(Cm(1), A))),
+        ("network_comparison", "msed", lambda: dict(C_a=(Cm(), A), C_b=(Cm(1), A))),
+        ("network_comparison", "linear_cka", lambda: dict(X=(Cm()[0], A), Y=(Cm(1)[0], A), tol=(1e-5, "nonneg"))),
+        ("network_comparison", "mean_cka", lambda: dict(C_a=(Cm(), A), C_b=(Cm(1), A), tol=(1e-5, "nonneg"))),
+        ("network_comparison", "cross_entropy", lambda: dict(logits_p=(lg(), A), logits_q=(lg(1), A))),
+        ("network_comparison", "similarity_matrix", lambda: dict(items=([1.0, 2.0], "list"), metric=(lambda a, b: a - b, "callable"))),
+        ("network_comparison", "block_means", lambda: dict(S=(np.eye(3), A), families=(["a", "a", "b"], "list"), skip_nan=(False, None))),
+    ]
+
+
 # ----------------------------------------------------------------------------------------------
 # one valid call per public function: (module, name, factory returning {arg: (value, kind)})
 
@@ -685,6 +709,8 @@ def _specs():
                                                            resolution=(3, C), seed=(0, SE), k=(1, NI))),
         ("skip_connections", "check_paper_config_step", lambda: dict(layers=((("conv", 2, 3, 1), ("fc", 3)), "list"), in_shape=((1, 4, 4), "list"),
                                                                       n_out=(3, C), n_skip=(4, NI), batch=(2, C), seed=(0, SE))),
+        # network_comparison (chapter 08, comparisons)
+        *_network_comparison_specs(lib["network_comparison"], C, SE, RA, A),
         # data
         # teacher_student_conv (chapter 09, Fig. 10's paper configuration)
         ("teacher_student_conv", "ConvNet", lambda: dict(channels=([2, 2], "widths"), classes=(3, C), image=((3, 8, 8), "list"),
