@@ -57,6 +57,7 @@ MODULES = ("boolean", "boolean_families", "distill", "equivalence", "nets", "tra
            "teacher_student_conv",
            "smoke",
            "image_nets",
+           "network_comparison",
            )
 NAN = float("nan")
 INF = float("inf")
