@@ -1,5 +1,8 @@
 """lib.teacher_student_conv: Fig. 10's CIFAR-10 configuration, one step on random data of CIFAR-10's shape."""
 
+import math
+
+import numpy as np
 import pytest
 import torch
 
@@ -89,3 +92,217 @@ def test_channel_correlation_of_a_copy_is_one_and_errors_name_the_argument():
     assert torch.equal(state, torch.random.get_rng_state())          # the seeded init leaves the global RNG alone
     again, other = TC.ConvNet((3, 2), 2, (1, 7, 7), seed=0), TC.ConvNet((3, 2), 2, (1, 7, 7), seed=1)
     assert torch.equal(again.convs[0].weight, teacher.convs[0].weight) and not torch.equal(other.convs[0].weight, teacher.convs[0].weight)
+
+
+# ------------------------------------------------------------------ independent references
+
+def reference_forward(net, x):
+    """Hidden activations and output of ``net`` by torch.nn.functional ops written out here."""
+    h, hidden = x.double(), []
+    for conv in net.convs:
+        h = torch.relu(torch.nn.functional.conv2d(h, conv.weight.double(), conv.bias.double()))
+        hidden.append(h)
+    return hidden, h.flatten(1) @ net.fc.weight.double().T + net.fc.bias.double()
+
+
+def brute_force_correlations(Ht, Hs):
+    """Each teacher channel's best Pearson correlation with a student channel, by loops over channel
+    pairs (numpy's corrcoef in float64; a constant channel correlates 0)."""
+    out = []
+    for t, s in zip(Ht, Hs):
+        T = t.detach().double().transpose(0, 1).flatten(1).numpy()
+        S = s.detach().double().transpose(0, 1).flatten(1).numpy()
+        best = []
+        for a in T:
+            rs = [0.0 if a.std() == 0 or b.std() == 0 else float(np.corrcoef(a, b)[0, 1]) for b in S]
+            best.append(max(rs))
+        out.append(np.array(best))
+    return out
+
+
+def brute_force_keep(net, ratio):
+    """The channels prune_channels must keep, by loops: mean |weight| leaving each channel."""
+    keeps = []
+    for l, conv in enumerate(net.convs):
+        c = conv.out_channels
+        if l + 1 < len(net.convs):
+            W = net.convs[l + 1].weight.detach()
+            fan = [float(W[:, j].abs().mean()) for j in range(c)]
+        else:
+            W = net.fc.weight.detach()
+            per = W.shape[1] // c          # the flattened (channel, row, column) layout of the linear layer
+            fan = [float(W[:, j * per:(j + 1) * per].abs().mean()) for j in range(c)]
+        k = max(1, int(math.floor(c * (1 - ratio) + 0.5)))   # (the cases below avoid ties: round() halves to even)
+        keeps.append(sorted(sorted(range(c), key=lambda j: -fan[j])[:k]))
+    return keeps
+
+
+def masked_copy(net, keeps, shape):
+    """``net`` with the pruned channels' outgoing weights set to zero."""
+    masked = TC.ConvNet([c.out_channels for c in net.convs], net.fc.out_features, shape,
+                        net.convs[0].kernel_size[0], seed=0)
+    masked.load_state_dict(net.state_dict())
+    with torch.no_grad():
+        for l, keep in enumerate(keeps):
+            drop = [j for j in range(net.convs[l].out_channels) if j not in keep]
+            if l + 1 < len(net.convs):
+                masked.convs[l + 1].weight[:, drop] = 0.0
+            else:
+                masked.fc.weight.view(net.fc.out_features, net.convs[l].out_channels, -1)[:, drop] = 0.0
+    return masked
+
+
+# ------------------------------------------------------------------ the network
+
+def test_forward_equals_functional_ops_on_non_square_images_and_other_kernels():
+    for channels, image, kernel in [((3, 2), (2, 5, 7), 3), ((4,), (1, 6, 4), 2), ((2,), (1, 3, 3), 3),
+                                    ((2, 3, 1), (3, 9, 8), 2)]:
+        net = TC.ConvNet(channels, 4, image, kernel, seed=3)
+        x = torch.randn(3, *image, generator=torch.Generator().manual_seed(0))
+        hidden, out = net(x)
+        ref_hidden, ref_out = reference_forward(net, x)
+        assert net.fc.in_features == channels[-1] * (image[1] - len(channels) * (kernel - 1)) * (image[2] - len(channels) * (kernel - 1))
+        assert all(c.kernel_size == (kernel, kernel) for c in net.convs)
+        assert torch.allclose(out.double(), ref_out, atol=1e-5)
+        assert all(torch.allclose(h.double(), r, atol=1e-5) for h, r in zip(hidden, ref_hidden))
+
+
+def test_convnet_defaults_seed_and_room_for_the_convolutions():
+    net = TC.ConvNet((2,), image=(1, 4, 4))
+    assert net.fc.out_features == 10 and net.convs[0].kernel_size == (3, 3)
+    assert torch.equal(net.convs[0].weight, TC.ConvNet((2,), 10, (1, 4, 4), 3, seed=0).convs[0].weight)
+    assert TC.ConvNet((2,), image=(1, 3, 3)).fc.in_features == 2        # the last pixel: a 1x1 output fits
+    with pytest.raises(ValueError, match=r"^image must be \(channels, height, width\) with room for 2 unpadded 3x3"):
+        TC.ConvNet((2, 2), 2, (1, 4, 8))                               # height 4 leaves 0 rows after two convs
+    with pytest.raises(ValueError, match=r"^image must be \(channels, height, width\)"):
+        TC.ConvNet((2, 2), 2, (1, 8, 4))
+
+
+def test_convnet_errors_name_the_argument():
+    with pytest.raises(ValueError, match="^channels must be a list or tuple"):
+        TC.ConvNet(5)
+    with pytest.raises(ValueError, match=r"^channels must be a sequence of at least 1"):
+        TC.ConvNet(())
+    with pytest.raises(ValueError, match=r"^channels\[1\] must be"):
+        TC.ConvNet((2, 0))
+    with pytest.raises(ValueError, match="^classes must be"):
+        TC.ConvNet((2,), 0, (1, 4, 4))
+    with pytest.raises(ValueError, match="^kernel must be"):
+        TC.ConvNet((2,), 2, (1, 4, 4), 0)
+    with pytest.raises(ValueError, match="^image must be a list or tuple"):
+        TC.ConvNet((2,), 2, 4)
+    with pytest.raises(ValueError, match="^image must be a sequence of at least 3"):
+        TC.ConvNet((2,), 2, (4, 4))
+    with pytest.raises(ValueError, match=r"^image\[1\] must be"):
+        TC.ConvNet((2,), 2, (1, 0, 4))
+
+
+# ------------------------------------------------------------------ pruning and students
+
+@pytest.mark.parametrize("channels, image, kernel, ratio", [
+    ((4, 3, 5), (2, 8, 9), 3, 0.4),     # three layers of different widths (the last one feeds the linear layer)
+    ((3, 4), (1, 6, 6), 2, 0.9),        # round(0.3) = 0 channels: at least one is kept
+    ((5,), (1, 5, 6), 2, 0.4),          # one layer, kernel 2
+])
+def test_pruned_net_is_the_masked_teacher(channels, image, kernel, ratio):
+    net = TC.ConvNet(channels, 3, image, kernel, seed=2)
+    keeps = brute_force_keep(net, ratio)
+    small = TC.prune_channels(net, ratio)
+    assert [c.out_channels for c in small.convs] == [len(k) for k in keeps]
+    assert all(c.kernel_size == (kernel, kernel) for c in small.convs)
+    x = torch.randn(4, *image, generator=torch.Generator().manual_seed(5))
+    masked = masked_copy(net, keeps, image)
+    hs, out = small(x)
+    hm, ref = masked(x)
+    assert torch.allclose(out, ref, atol=1e-5)
+    for h, m, keep in zip(hs, hm, keeps):
+        assert torch.allclose(h, m[:, keep], atol=1e-5)
+    if ratio == 0.9:
+        assert [len(k) for k in keeps] == [1, 1]
+
+
+def test_students_copy_the_teachers_shapes_and_kernel():
+    for channels, image, kernel in [((3, 2), (1, 7, 6), 2), ((2,), (2, 5, 5), 4)]:
+        teacher = TC.ConvNet(channels, 3, image, kernel, seed=0)
+        student = TC.make_student(teacher, 3)
+        assert [c.out_channels for c in student.convs] == [3 * c for c in channels]
+        assert all(c.kernel_size == (kernel, kernel) for c in student.convs)
+        assert student.image == image and student.fc.out_features == 3
+        same = TC.ConvNet([3 * c for c in channels], 3, image, kernel, seed=0)  # default seed 0
+        assert all(torch.equal(a, b) for a, b in zip(student.state_dict().values(), same.state_dict().values()))
+    with pytest.raises(ValueError, match="^net must be a ConvNet"):
+        TC.prune_channels("net", 0.5)
+
+
+# ------------------------------------------------------------------ correlations
+
+def test_channel_correlations_equal_a_brute_force_over_channel_pairs():
+    teacher = TC.ConvNet((3, 4), 2, (2, 7, 6), seed=0)
+    student = TC.ConvNet((5, 2), 2, (2, 7, 6), seed=1)
+    x = torch.randn(6, 2, 7, 6, generator=torch.Generator().manual_seed(3))
+    got = TC.channel_best_correlations(teacher, student, x)
+    ref = brute_force_correlations(teacher(x)[0], student(x)[0])
+    assert [r.shape for r in got] == [(3,), (4,)]
+    for r, e in zip(got, ref):
+        assert np.allclose(r.numpy(), e, atol=1e-5)
+    # a numpy array is converted; a dead (constant) teacher channel correlates 0
+    with torch.no_grad():
+        teacher.convs[1].bias[0] = -1e3
+    got = TC.channel_best_correlations(teacher, student, x.numpy())
+    assert float(got[1][0]) == 0.0
+    assert np.allclose(got[1].numpy(), brute_force_correlations(teacher(x)[0], student(x)[0])[1], atol=1e-5)
+
+
+def test_channel_correlations_of_tiny_channels_are_scale_free():
+    """Pearson correlation ignores scale: a channel of activations near 1e-15, in a layer whose other
+    channels are of order 1, has the correlations of the unscaled channel (the constant-channel test is
+    relative to the channel's own size)."""
+    teacher = TC.ConvNet((3,), 2, (1, 6, 6), seed=0)
+    student = TC.ConvNet((4,), 2, (1, 6, 6), seed=1)
+    x = torch.randn(5, 1, 6, 6, generator=torch.Generator().manual_seed(4))
+    before = TC.channel_best_correlations(teacher, student, x)[0]
+    tiny = TC.ConvNet((3,), 2, (1, 6, 6), seed=0)
+    with torch.no_grad():
+        tiny.convs[0].weight[1] *= 1e-15
+        tiny.convs[0].bias[1] *= 1e-15
+    assert 0 < float(tiny(x)[0][0][:, 1].detach().max()) < 1e-13
+    after = TC.channel_best_correlations(tiny, student, x)[0]
+    assert float(before[1]) > 0.1 and torch.allclose(after, before, atol=1e-4)
+    with torch.no_grad():                                   # every channel tiny
+        tiny.convs[0].weight *= 1e-15
+        tiny.convs[0].bias *= 1e-15
+        tiny.convs[0].weight[1] *= 1e15
+        tiny.convs[0].bias[1] *= 1e15
+    assert torch.allclose(TC.channel_best_correlations(tiny, student, x)[0], before, atol=1e-4)
+
+
+def test_check_images_and_the_pair_checks_name_the_argument():
+    teacher = TC.ConvNet((3, 2), 2, (1, 7, 7), seed=0)
+    x = torch.randn(4, 1, 7, 7, generator=torch.Generator().manual_seed(2))
+    for fn in (TC.channel_best_correlations, lambda t, s, x: TC.train_step(t, s, x, 0.1)):
+        with pytest.raises(TypeError, match="^x must be a floating-point tensor"):
+            fn(teacher, teacher, torch.zeros(2, 1, 7, 7, dtype=torch.int64))
+        with pytest.raises(ValueError, match=r"^x must be an array with 4 dimensions"):
+            fn(teacher, teacher, torch.zeros(1, 7, 7))
+        with pytest.raises(ValueError, match=r"^x must hold images of shape \(1, 7, 7\), got \(1, 6, 5\)$"):
+            fn(teacher, teacher, torch.zeros(2, 1, 6, 5))
+        with pytest.raises(TypeError, match="^teacher must be a ConvNet"):
+            fn("t", teacher, x)
+        with pytest.raises(TypeError, match="^student must be a ConvNet"):
+            fn(teacher, "s", x)
+    with pytest.raises(ValueError, match="^teacher and student must have the same depth and take the same images$"):
+        TC.channel_best_correlations(teacher, TC.ConvNet((3,), 2, (1, 7, 7)), x)        # same images, depth differs
+    with pytest.raises(ValueError, match="^teacher and student must have the same depth"):
+        TC.channel_best_correlations(teacher, TC.ConvNet((3, 2), 2, (1, 7, 8)), x)      # same depth, images differ
+    with pytest.raises(ValueError, match="^teacher and student must take the same images and give the same number of outputs$"):
+        TC.train_step(teacher, TC.ConvNet((3, 2), 2, (1, 7, 8)), x, 0.1)
+    # a numpy batch is converted, and gives the tensor's loss
+    a, b = TC.ConvNet((3, 2), 2, (1, 7, 7), seed=1), TC.ConvNet((3, 2), 2, (1, 7, 7), seed=1)
+    assert TC.train_step(teacher, a, x.numpy(), 0.1) == TC.train_step(teacher, b, x, 0.1)
+
+
+def test_train_step_names_the_step_and_lr_when_the_loss_overflows():
+    teacher, student = TC.ConvNet((2,), 2, (1, 4, 4), seed=0), TC.ConvNet((2,), 2, (1, 4, 4), seed=1)
+    x = torch.full((2, 1, 4, 4), 1e30)
+    with pytest.raises(FloatingPointError, match=r"became NaN or infinite by step 1 with lr=0\.1: "):
+        TC.train_step(teacher, student, x, 0.1)
