@@ -341,3 +341,339 @@ def test_training_moves_the_model_to_repro_device_and_back(monkeypatch):
     model.to = lambda *a, **kw: moves.append(torch.device(a[0])) or original(*a, **kw)
     me.train_multiexit(model, X, y, [False, True], cfg, progress=False)
     assert calls == [None] and moves == [torch.device("cpu"), torch.device("cpu")] and not model.training
+
+
+# ---- issue 16: values against hand-worked cases and second computations; messages name the argument ------
+
+def test_annealer_averages_a_list_of_teachers_as_probabilities():
+    # two teachers over 2 classes: p = (0.9, 0.1) and (0.3, 0.7); their average (0.6, 0.4) has max 0.6 > mu
+    # = 0.55, while the average of the maxima (0.8) or of the logits would say otherwise; mu = 0.65 stops it
+    z1 = torch.log(torch.tensor([[0.9, 0.1]]))
+    z2 = torch.log(torch.tensor([[0.3, 0.7]]))
+    ann = me.TemperatureAnnealer(mu=0.55, mult=2.0)
+    assert ann.step([z1, z2]).tolist() == [2.0]
+    assert ann.history()["conf"][0, 0] == pytest.approx(0.6) and ann.history()["adj_conf"][0, 0] == pytest.approx(0.6)
+    # at tau = 2 the tempered average is ((3/4) + (sqrt 3 / (sqrt 3 + sqrt 7))) / 2 in class 0
+    p1, p2 = 3 / 4, np.sqrt(3) / (np.sqrt(3) + np.sqrt(7))
+    ann.step([z1, z2])
+    assert ann.history()["adj_conf"][1, 0] == pytest.approx(max(p1 + p2, 2 - p1 - p2) / 2, rel=1e-6)
+    assert ann.history()["tau"].tolist() == [[1.0], [2.0]]
+    still = me.TemperatureAnnealer(mu=0.65, mult=2.0)
+    assert still.step([z1, z2]).tolist() == [1.0] and still.step(z1).tolist() == [2.0]  # 0.9 alone is > mu
+    assert set(me.TemperatureAnnealer().history()) == {"conf", "adj_conf", "tau"}
+    default = me.TemperatureAnnealer()
+    assert (default.mu, default.mult, default.tau.tolist(), default.active.tolist()) == (0.5, 1.05, [1.0], [True])
+    assert me.TemperatureAnnealer(mult=1.0, tau0=[2.0, 3.0], n_models=2).step(torch.zeros(2, 1, 2) + torch.tensor([9.0, 0.0])).tolist() == [2.0, 3.0]
+
+
+def test_multiexit_objective_distill_per_model_and_teachers():
+    z = [torch.stack([a, b]) for a, b in zip(_logits(M=3, n=4, seed=3), _logits(M=3, n=4, seed=4))]
+    y = torch.tensor([[0, 1, 2, 3], [4, 3, 2, 1]])
+    ce = torch.stack([sum(F.cross_entropy(t[s], y[s]) for t in z) / 3 for s in range(2)])
+    got = me.multiexit_objective(z, y, torch.tensor([0.0, 1.0]), tau=2.0, teachers="later")
+    dist = me.distillation_loss([t[1] for t in z], 2.0, teachers="later")
+    assert torch.allclose(got, torch.stack([ce[0], ce[1] + dist]), atol=1e-6)
+    assert torch.allclose(me.multiexit_objective(z, y, 0), ce, atol=1e-6)
+    assert torch.allclose(me.multiexit_objective(z, y, 1), ce + me.distillation_loss(z, 1.0), atol=1e-6)
+
+
+def test_distillation_loss_gradient_by_autograd_on_a_detached_teacher():
+    # the student's gradient of tau^2 CE(softmax(z_t/tau), softmax(z_s/tau)) / M is tau (p_s - p_t) / (M n)
+    z = _logits(M=2, n=3, K=4, requires_grad=True)
+    tau = 3.0
+    me.distillation_loss(z, tau).backward()
+    p_s, p_t = F.softmax(z[0].detach() / tau, -1), F.softmax(z[1].detach() / tau, -1)
+    assert torch.allclose(z[0].grad, tau * (p_s - p_t) / (2 * 3), atol=1e-6)
+    assert z[1].grad is None or torch.count_nonzero(z[1].grad) == 0
+
+
+def test_network_heads_are_pooling_and_a_linear_map():
+    model = me.MultiExitCNN(seeds=[2]).eval()
+    x = torch.randn(3, 1, 8, 8)
+    with torch.no_grad():
+        h = model.blocks[0](x)
+        out = model(x)
+        for m in range(4):
+            h = model.blocks[m + 1](h)
+            assert torch.allclose(out[m][0], h.mean((2, 3)) @ model.head_w[m][0] + model.head_b[m][0], atol=1e-5)
+        shared = model(x[None])  # (n_models, B, C, H, W) with one model
+        assert all(torch.allclose(a, b) for a, b in zip(shared, out))
+        last = model.forward_until(x, 4, heads="last")
+        assert len(last) == 1 and torch.allclose(last[0], out[3])
+        assert len(model.forward_until(x, np.int64(2))) == 2
+    # a stride-2 block halves the side: the trunk ends at 2 x 2 from 8 x 8 (strides 1, 2, 1, 2)
+    assert [b[0].stride[0] for b in model.blocks] == [1, 1, 2, 1, 2]
+    assert [b[0].out_channels for b in model.blocks] == [16, 16, 32, 32, 64]
+    assert (model.n_exits, model.n_classes, model.in_ch) == (4, 10, 1)
+
+
+def test_network_initialisation_is_pytorch_default_uniform():
+    model = me.MultiExitCNN(widths=(40, 50), strides=(1, 1), seeds=[0, 1])
+    for block in model.blocks:
+        w = block[0].weight
+        bound = 1 / w[0].numel() ** 0.5
+        assert w.abs().max() <= bound and w.abs().max() > 0.9 * bound and w.min() < -0.9 * bound
+    for hw, hb in zip(model.head_w, model.head_b):
+        bound = 1 / hw.shape[1] ** 0.5
+        assert hw.abs().max() <= bound and hw.max() > 0.8 * bound and hw.min() < -0.8 * bound
+        assert hb.abs().max() <= bound and hb.abs().max() > 0.8 * bound and hb.min() < 0 < hb.max()
+    assert not torch.equal(model.head_w[0][0], model.head_w[0][1])  # each model its own seed
+    assert torch.equal(me.MultiExitCNN(widths=(40, 50), strides=(1, 1), seeds=[1]).head_w[1][0], model.head_w[1][1])
+
+
+def test_digits_protocol_standardises_and_partitions():
+    d = me.digits_protocol(12, 4, seed=3, pool_per_class=40)
+    assert d["train"][0].shape == (80, 1, 8, 8) and d["val"][0].shape == (40, 1, 8, 8) and d["unl"].shape == (280, 1, 8, 8)
+    X = d["train"][0]
+    assert abs(X.mean().item()) < 1e-5 and X.std(unbiased=False).item() == pytest.approx(1.0, abs=1e-5)
+    assert np.bincount(d["val"][1].numpy()).tolist() == [4] * 10
+    # every part is standardised with the training statistics: every digits image has a 0 pixel, so each
+    # image's minimum is the same standardised 0, -mean/std
+    from sklearn.datasets import load_digits
+
+    raw = load_digits().images.reshape(-1, 64)
+    img = torch.cat([d["train"][0], d["val"][0], d["unl"], d["test"][0]]).reshape(-1, 64)
+    lo = img.min(1).values
+    assert (raw.min(1) == 0).all() and torch.allclose(lo, lo[0].expand_as(lo), atol=1e-5)
+    # train + val + unlabelled + test is the whole data set, each image once (as a multiset of pixel rows)
+    std = 16 / (img.max() - lo[0])  # 16, the largest pixel value, occurs in the data
+    back = np.round(((img - lo[0]) * std).numpy()).astype(int)
+    assert sorted(map(tuple, back)) == sorted(map(tuple, raw.astype(int)))
+    other = me.digits_protocol(12, 4, seed=4, pool_per_class=40)
+    assert not torch.equal(other["train"][1], d["train"][1]) or not torch.equal(other["train"][0], d["train"][0])
+    assert torch.equal(other["test"][1], d["test"][1])
+
+
+def test_training_uses_the_configured_sgd_and_step_schedule(monkeypatch):
+    from dataclasses import replace
+
+    seen = []
+    step = torch.optim.SGD.step
+    monkeypatch.setattr(torch.optim.SGD, "step",
+                        lambda self, *a, **k: (seen.append(dict(self.param_groups[0], params=None)), step(self, *a, **k))[1])
+    cfg = replace(me.CONFIGS.quick, epochs=4, batch_size=5, lr=0.2, momentum=0.7, weight_decay=0.01, milestones=(0.25, 0.5))
+    g = torch.Generator().manual_seed(0)
+    X, y = torch.randn(2, 10, 1, 8, 8, generator=g), torch.randint(0, 10, (2, 10), generator=g)
+    ann = me.train_multiexit(me.MultiExitCNN(seeds=[0, 1]), X, y, True, cfg, progress=False)
+    # 2 steps per epoch, 8 in all: lr / 10 after int(0.25 * 8) = 2 steps and again after 4
+    assert [s["lr"] for s in seen] == pytest.approx([0.2, 0.2, 0.02, 0.02, 0.002, 0.002, 0.002, 0.002])
+    assert all(s["momentum"] == 0.7 and s["nesterov"] and s["weight_decay"] == 0.01 for s in seen)
+    assert ann.history()["tau"].shape == (8, 2)
+
+
+def test_training_order_seeds_constant_taus_and_later_teachers(monkeypatch):
+    from dataclasses import replace
+
+    cfg = replace(me.CONFIGS.quick, epochs=2, batch_size=4)
+    g = torch.Generator().manual_seed(1)
+    X, y = torch.randn(2, 8, 1, 8, 8, generator=g), torch.randint(0, 10, (2, 8), generator=g)
+    batches = []
+    orig = me.multiexit_objective
+
+    def spy(logits, yb, distill, tau=1.0, teachers="last", dist_weights=None):
+        batches.append((yb.clone(), distill.clone(), torch.as_tensor(tau).clone(), teachers))
+        return orig(logits, yb, distill, tau, teachers, dist_weights)
+
+    monkeypatch.setattr(me, "multiexit_objective", spy)
+    ann = me.train_multiexit(me.MultiExitCNN(seeds=[0, 1]), X, y, [True, False], cfg, const_tau=[3.0, None],
+                             teachers="later", order_seeds=[7, 7], progress=False)
+    # each model's batches are its labels in the order of randperm(8) seeded with its order seed
+    gen = torch.Generator().manual_seed(7)
+    perms = [torch.randperm(8, generator=gen) for _ in range(2)]
+    for e in range(2):
+        for b in range(2):
+            yb, distill, tau, teachers = batches[2 * e + b]
+            idx = perms[e][4 * b:4 * b + 4]
+            assert torch.equal(yb[0], y[0, idx]) and torch.equal(yb[1], y[1, idx])
+            assert distill.tolist() == [1.0, 0.0] and teachers == "later"
+            assert tau[0].item() == 3.0  # a constant temperature never anneals
+    assert (ann.history()["tau"][:, 0] == 3.0).all() and ann.active.tolist() == [False, True]
+    batches.clear()
+    me.train_multiexit(me.MultiExitCNN(seeds=[0, 1]), X, y, [True, False], cfg, progress=False)
+    gens = [torch.Generator().manual_seed(s) for s in (0, 1)]  # default order seeds: the model index
+    first = [torch.randperm(8, generator=gg)[:4] for gg in gens]
+    assert torch.equal(batches[0][0][0], y[0, first[0]]) and torch.equal(batches[0][0][1], y[1, first[1]])
+    assert batches[0][3] == "last"
+
+
+def test_topk_ties_and_budget_defaults():
+    # ties in the probabilities: the stable sort ranks the lower class first
+    probs = np.array([[[0.4, 0.4, 0.2], [0.2, 0.4, 0.4]]])
+    assert me.per_exit_accuracy(probs, np.array([0, 1])).tolist() == [100.0]   # point 0 -> class 0, point 1 -> 1
+    assert me.per_exit_accuracy(probs, np.array([1, 2])).tolist() == [0.0]
+    assert me.per_exit_accuracy(probs, np.array([1, 2]), topk=2).tolist() == [100.0]
+    assert me.per_exit_accuracy(probs, np.array([2, 0]), topk=2).tolist() == [0.0]
+    assert me.per_exit_accuracy(probs, np.array([2, 0]), topk=3).tolist() == [100.0]
+    assert me.budget_mode_accuracy([1.0], [7.0]).tolist() == [7.0]
+
+
+def test_mean_ci95_along_an_axis():
+    a = np.array([[1.0, 4.0, 7.0], [3.0, 4.0, 9.0]])
+    m, ci = me.mean_ci95(a, axis=1)
+    assert m.tolist() == pytest.approx([4.0, 16 / 3])
+    assert ci.tolist() == pytest.approx([1.96 * 3.0 / np.sqrt(3), 1.96 * np.std([3, 4, 9], ddof=1) / np.sqrt(3)])
+    m0, ci0 = me.mean_ci95(a)
+    assert m0.tolist() == [2.0, 4.0, 8.0] and ci0.tolist() == pytest.approx([1.96 * np.sqrt(2) / np.sqrt(2), 0.0, 1.96])
+
+
+def test_exit_probs_values_and_mode():
+    model = me.MultiExitCNN(seeds=[0, 1])
+    model.train()
+    x = torch.randn(4, 1, 8, 8)
+    p = me.exit_probs(model, x)
+    assert not model.training and p.shape == (2, 4, 4, 10)
+    with torch.no_grad():
+        want = np.stack([F.softmax(z, -1).numpy() for z in model(x)], 1)
+    assert np.allclose(p, want, atol=1e-6) and np.allclose(p.sum(-1), 1.0, atol=1e-5)
+
+
+def test_time_inference_default_runs(monkeypatch):
+    ticks = iter(np.arange(0.0, 1000.0, 0.5).tolist())
+    monkeypatch.setattr(me.time, "perf_counter", lambda: next(ticks))
+    mean, std, median = me.time_inference(me.MultiExitCNN(seeds=[0]), torch.zeros(1, 1, 8, 8), "budget", 1)
+    assert (mean, std, median) == (0.5, 0.0, 0.5)
+    assert next(ticks) == 2 * 201 * 0.5  # 200 runs + the warm-up, two clock reads each
+    assert me.time_inference(me.MultiExitCNN(seeds=[0]), torch.zeros(1, 1, 8, 8), "budget", 1, n_runs=2)[0] == 0.5
+
+
+_net = lambda: me.MultiExitCNN(seeds=[0])  # noqa: E731
+_z2 = [torch.zeros(3, 4), torch.zeros(3, 4)]
+_ME_BAD = [
+    (lambda: me.distillation_loss([], 1.0), r"^logits must be a non-empty list of per-exit \(n, K\) tensors$"),
+    (lambda: me.distillation_loss(torch.zeros(3, 4), 1.0), r"^logits must be a non-empty list"),
+    (lambda: me.distillation_loss([torch.zeros(3, 4), torch.zeros(3, 4, dtype=torch.long)], 1.0),
+     r"^exit 2: logits must be floating-point tensors, got Tensor$"),
+    (lambda: me.distillation_loss([np.zeros((3, 4))], 1.0), r"^exit 1: logits must be floating-point tensors, got ndarray$"),
+    (lambda: me.distillation_loss([torch.zeros(4)], 1.0), r"^exit 1: logits must have shape \(\.\.\., n, K\) with n >= 1, K >= 2, got \(4,\)$"),
+    (lambda: me.distillation_loss([torch.zeros(3, 1)], 1.0), r"^exit 1: logits must have shape"),
+    (lambda: me.distillation_loss([torch.zeros(0, 3)], 1.0), r"^exit 1: logits must have shape"),
+    (lambda: me.distillation_loss([torch.zeros(3, 4), torch.zeros(3, 5)], 1.0),
+     r"^every exit's logits must have the same shape, got \(3, 4\) and \(3, 5\)$"),
+    (lambda: me.distillation_loss([torch.zeros(3, 4), torch.full((3, 4), np.inf)], 1.0), r"^exit 2: logits contain NaN or infinite values$"),
+    (lambda: me.distillation_loss(_z2, 0.0), r"^tau must be positive and finite, got"),
+    (lambda: me.distillation_loss(_z2, np.nan), r"^tau must be positive and finite, got"),
+    (lambda: me.distillation_loss(_z2, "x"), r"^tau must be"),
+    (lambda: me.distillation_loss(_z2, torch.ones(2)), r"^tau of shape \(2,\) does not broadcast to the models' shape \(\)$"),
+    (lambda: me.distillation_loss([torch.zeros(2, 3, 4)] * 2, torch.ones(3)),
+     r"^tau of shape \(3,\) does not broadcast to the models' shape \(2,\)$"),
+    (lambda: me.distillation_loss(_z2, 1.0, teachers="first"), r"^teachers must be one of \('last', 'later'\), got 'first'$"),
+    (lambda: me.distillation_loss(_z2, 1.0, weights=torch.ones(3)), r"^weights must sum to 1 over the points of every model$"),
+    (lambda: me.distillation_loss(_z2, 1.0, weights=torch.tensor([1.0, 1.0, -1.0])), r"^weights must be finite and non-negative$"),
+    (lambda: me.distillation_loss(_z2, 1.0, weights=torch.tensor([np.nan, 0.5, 0.5])), r"^weights must be finite and non-negative$"),
+    (lambda: me.distillation_loss(_z2, 1.0, weights=torch.ones(2) / 2),
+     r"^weights must be a floating-point tensor of shape \(3,\), got torch.float32 \(2,\)$"),
+    (lambda: me.distillation_loss(_z2, 1.0, weights=[0.5, 0.5, 0.0]), r"^weights must be a floating-point tensor of shape \(3,\), got list \(\)$"),
+    (lambda: me.distillation_loss(_z2, 1.0, weights=torch.tensor([1, 0, 0])), r"^weights must be a floating-point tensor of shape \(3,\), got torch.int64"),
+    (lambda: me.multiexit_objective(_z2, torch.zeros(3), 0), r"^y must be an int64 tensor of shape \(3,\), got torch.float32 \(3,\)$"),
+    (lambda: me.multiexit_objective(_z2, [0, 1, 2], 0), r"^y must be an int64 tensor of shape \(3,\), got list \(\)$"),
+    (lambda: me.multiexit_objective(_z2, torch.tensor([0, 1]), 0), r"^y must be an int64 tensor of shape \(3,\)"),
+    (lambda: me.multiexit_objective(_z2, torch.tensor([0, 1, 4]), 0), r"^y: labels must be in 0\.\.3 \(or -100 for unlabelled points\)$"),
+    (lambda: me.multiexit_objective(_z2, torch.tensor([0, 1, -1]), 0), r"^y: labels must be in 0\.\.3"),
+    (lambda: me.multiexit_objective(_z2, torch.tensor([-100, -100, -100]), 0), r"^every model needs at least one labelled point in the batch$"),
+    (lambda: me.multiexit_objective([torch.zeros(2, 3, 4)] * 2, torch.tensor([[0, 1, 2], [-100] * 3]), 0),
+     r"^every model needs at least one labelled point in the batch$"),
+    (lambda: me.TemperatureAnnealer(mu=1.0), r"^mu must be a finite number > 0 and < 1, got 1.0$"),
+    (lambda: me.TemperatureAnnealer(mu=0.0), r"^mu must be"),
+    (lambda: me.TemperatureAnnealer(mult=0.99), r"^mult must be a finite number >= 1, got 0.99$"),
+    (lambda: me.TemperatureAnnealer(mult=np.inf), r"^mult must be"),
+    (lambda: me.TemperatureAnnealer(n_models=0), r"^n_models must be"),
+    (lambda: me.TemperatureAnnealer(tau0=-1.0), r"^tau0 must be positive and finite, got"),
+    (lambda: me.TemperatureAnnealer(tau0=[1.0, 2.0, 3.0], n_models=2), r"^tau of shape \(3,\) does not broadcast to the models' shape \(2,\)$"),
+    (lambda: me.TemperatureAnnealer(n_models=2).step(torch.zeros(3, 4, 5)), r"^expected logits for 2 models, got 3$"),
+    (lambda: me.TemperatureAnnealer().step([]), r"^logits must be a non-empty list"),
+    (lambda: me.MultiExitCNN(widths=(8, 8), strides=(1,)),
+     r"^widths and strides must be equally long lists of positive ints, got \(8, 8\), \(1,\)$"),
+    (lambda: me.MultiExitCNN(widths=(), strides=()), r"^widths and strides must be equally long lists of positive ints, got \(\), \(\)$"),
+    (lambda: me.MultiExitCNN(widths=(0,), strides=(1,)), r"^widths\[i\] must be"),
+    (lambda: me.MultiExitCNN(widths=(4,), strides=(0,)), r"^strides\[i\] must be"),
+    (lambda: me.MultiExitCNN(widths=8), r"^widths must be"),
+    (lambda: me.MultiExitCNN(strides=1), r"^strides must be"),
+    (lambda: me.MultiExitCNN(seeds=[-1]), r"^seeds\[i\] must be"),
+    (lambda: me.MultiExitCNN(seeds=3), r"^seeds must be"),
+    (lambda: me.MultiExitCNN(seeds=[]), r"^need in_ch >= 1, n_classes >= 2 and at least one seed, got 1, 10, \[\]$"),
+    (lambda: me.MultiExitCNN(in_ch=0), r"^in_ch must be"),
+    (lambda: me.MultiExitCNN(n_classes=1), r"^n_classes must be an int >= 2, got 1$"),
+    (lambda: _net()(torch.zeros(2, 3, 8, 8)), r"^input must be \(B, 1, H, W\) or \(1, B, 1, H, W\), got \(1, 2, 3, 8, 8\)$"),
+    (lambda: _net()(torch.zeros(2, 2, 1, 8, 8)), r"^input must be \(B, 1, H, W\) or \(1, B, 1, H, W\), got \(2, 2, 1, 8, 8\)$"),
+    (lambda: _net()(torch.zeros(1, 0, 1, 8, 8)), r"^input must be \(B, 1, H, W\)"),
+    (lambda: _net()(torch.zeros(8, 8)), r"^input must be \(B, 1, H, W\)"),
+    (lambda: _net()(torch.full((1, 1, 8, 8), np.nan)), r"^input contains NaN or infinite values$"),
+    (lambda: _net().forward_until(torch.zeros(1, 1, 8, 8), 0), r"^k must be an int in 1\.\.4, got 0$"),
+    (lambda: _net().forward_until(torch.zeros(1, 1, 8, 8), 5), r"^k must be an int in 1\.\.4, got 5$"),
+    (lambda: _net().forward_until(torch.zeros(1, 1, 8, 8), True), r"^k must be an int in 1\.\.4, got True$"),
+    (lambda: _net().forward_until(torch.zeros(1, 1, 8, 8), 2.0), r"^k must be an int in 1\.\.4, got 2.0$"),
+    (lambda: _net().forward_until(torch.zeros(1, 1, 8, 8), 2, heads="first"), r"^heads must be 'all' or 'last', got 'first'$"),
+    (lambda: me.digits_protocol(5, 5, seed=0), r"^need ints 1 <= n_val_per_class < n_per_class <= pool_per_class, got 5, 5, 100$"),
+    (lambda: me.digits_protocol(101, 5, seed=0), r"^need ints 1 <= n_val_per_class < n_per_class <= pool_per_class, got 5, 101, 100$"),
+    (lambda: me.digits_protocol(200, 5, seed=0, pool_per_class=200), r"^pool_per_class=200 exceeds the smallest class of digits$"),
+    (lambda: me.digits_protocol(0, 5, seed=0), r"^n_per_class must be"),
+    (lambda: me.digits_protocol(10, 0, seed=0), r"^n_val_per_class must be"),
+    (lambda: me.digits_protocol(10, 5, seed=-1), r"^seed must be"),
+    (lambda: me.digits_protocol(10, 5, seed=0, pool_per_class=0), r"^pool_per_class must be"),
+    (lambda: me.per_exit_accuracy(np.zeros((2, 3)), np.zeros(3, dtype=int)), r"^probs must have at least 3 dimension\(s\), got shape \(2, 3\)$"),
+    (lambda: me.per_exit_accuracy(np.zeros((1, 2, 3)), np.zeros(3, dtype=int)), r"^y must be an integer vector of length 2, got int64 \(3,\)$"),
+    (lambda: me.per_exit_accuracy(np.zeros((1, 2, 3)), np.zeros(2)), r"^y must be an integer vector of length 2, got float64 \(2,\)$"),
+    (lambda: me.per_exit_accuracy(np.zeros((1, 2, 3)), np.zeros((1, 2), dtype=int)), r"^y must be an integer vector of length 2"),
+    (lambda: me.per_exit_accuracy(np.zeros((1, 2, 3)), np.array([0, 3])), r"^y: labels must be in 0\.\.2$"),
+    (lambda: me.per_exit_accuracy(np.zeros((1, 2, 3)), np.array([0, -1])), r"^y: labels must be in 0\.\.2$"),
+    (lambda: me.per_exit_accuracy(np.zeros((1, 2, 3)), np.array([0, 1]), topk=0), r"^topk must be an int in 1\.\.3, got 0$"),
+    (lambda: me.per_exit_accuracy(np.zeros((1, 2, 3)), np.array([0, 1]), topk=4), r"^topk must be an int in 1\.\.3, got 4$"),
+    (lambda: me.per_exit_accuracy(np.zeros((1, 2, 3)), np.array([0, 1]), topk=1.0), r"^topk must be an int in 1\.\.3, got 1.0$"),
+    (lambda: me.anytime_mode_accuracy(np.full((1, 2, 3), np.nan), np.array([0, 1])), r"^probs must be"),
+    (lambda: me.budget_mode_accuracy([1.0, 2.0], [1.0]), r"^val_acc and test_acc must have the same shape, got \(2,\) and \(1,\)$"),
+    (lambda: me.budget_mode_accuracy("ab", [1.0]), r"^val_acc must be"),
+    (lambda: me.budget_mode_accuracy([1.0], "ab"), r"^test_acc must be"),
+    (lambda: me.mean_ci95([1.0]), r"^need at least two values along axis 0 for an interval, got 1$"),
+    (lambda: me.mean_ci95([[1.0, 2.0]], axis=0), r"^need at least two values along axis 0 for an interval, got 1$"),
+    (lambda: me.mean_ci95([1.0, 2.0], axis=1), r"^axis must be an int >= -1 and <= 0, got 1$"),
+    (lambda: me.mean_ci95([1.0, 2.0], axis=-2), r"^axis must be an int >= -1 and <= 0, got -2$"),
+    (lambda: me.mean_ci95(np.array(3.0)), r"^a must have at least 1 dimension\(s\), got shape \(\)$"),
+    (lambda: me.exit_probs("m", torch.zeros(1, 1, 8, 8)), r"^model must be a MultiExitCNN"),
+    (lambda: me.exit_probs(_net(), "x"), r"^X must be"),
+    (lambda: me.exit_probs(_net(), torch.zeros(8, 8)), r"^X must have shape \(n, C, H, W\) or \(n_models, n, C, H, W\), got \(8, 8\)$"),
+    (lambda: me.time_inference("m", torch.zeros(1, 1, 8, 8), "budget", 1), r"^model must be a MultiExitCNN"),
+    (lambda: me.time_inference(_net(), torch.zeros(1, 8, 8), "budget", 1), r"^x must be an array with 4 dimensions"),
+    (lambda: me.time_inference(_net(), torch.zeros(1, 1, 8, 8), "fast", 1), r"^mode must be one of"),
+    (lambda: me.time_inference(_net(), torch.zeros(1, 1, 8, 8), "budget", 1, n_runs=1), r"^n_runs must be an int >= 2, got 1$"),
+    (lambda: me.time_inference(_net(), torch.zeros(1, 1, 8, 8), "budget", 1, n_runs=2.0), r"^n_runs must be an int >= 2, got 2.0$"),
+]
+
+
+def _train_bad(**kw):
+    from dataclasses import replace
+
+    args = dict(model=me.MultiExitCNN(seeds=[0, 1]), X=torch.zeros(2, 4, 1, 8, 8), y=torch.zeros(2, 4, dtype=torch.long),
+                distill=True, cfg=replace(me.CONFIGS.quick, epochs=1))
+    args.update(kw)
+    return me.train_multiexit(args.pop("model"), args.pop("X"), args.pop("y"), args.pop("distill"), args.pop("cfg"),
+                              progress=False, **args)
+
+
+_ME_BAD += [
+    (lambda: _train_bad(model="m"), r"^model must be a MultiExitCNN"),
+    (lambda: _train_bad(cfg={}), r"^cfg must be a MultiExitConfig"),
+    (lambda: _train_bad(X="x"), r"^X must be"),
+    (lambda: _train_bad(y=torch.zeros(2, 4)), r"^y must be an integer tensor"),
+    (lambda: _train_bad(teachers="all"), r"^teachers must be one of"),
+    (lambda: _train_bad(X_unl=torch.zeros(2, 3, 1, 8, 8, dtype=torch.long)), r"^X_unl must be a floating-point tensor"),
+    (lambda: _train_bad(distill="yes"), r"^distill must be a bool or one bool per model, got str 'yes'$"),
+    (lambda: _train_bad(X=torch.zeros(2, 4, 8, 8)),
+     r"^need X of shape \(2, n, C, H, W\) and int64 y of shape \(2, n\), got \(2, 4, 8, 8\), \(2, 4\) torch.int64$"),
+    (lambda: _train_bad(X=torch.zeros(3, 4, 1, 8, 8)), r"^need X of shape \(2, n, C, H, W\)"),
+    (lambda: _train_bad(X=torch.zeros(2, 0, 1, 8, 8), y=torch.zeros(2, 0, dtype=torch.long)), r"^(need X of shape|X must be non-empty)"),
+    (lambda: _train_bad(y=torch.zeros(2, 3, dtype=torch.long)), r"^need X of shape \(2, n, C, H, W\) and int64 y of shape \(2, n\), got \(2, 4, 1, 8, 8\), \(2, 3\) torch.int64$"),
+    (lambda: _train_bad(y=torch.zeros(2, 4, dtype=torch.int32)), r"^need X of shape \(2, n, C, H, W\) and int64 y"),
+    (lambda: _train_bad(y=torch.full((2, 4), 10)), r"^y must be class indices >= 0 and < 10"),
+    (lambda: _train_bad(X_unl=torch.zeros(2, 3, 8, 8)), r"^X_unl must have shape \(2, n_u, C, H, W\), got \(2, 3, 8, 8\)$"),
+    (lambda: _train_bad(X_unl=torch.zeros(1, 3, 1, 8, 8)), r"^X_unl must have shape \(2, n_u, C, H, W\), got \(1, 3, 1, 8, 8\)$"),
+    (lambda: _train_bad(X_unl=torch.zeros(2, 0, 1, 8, 8)), r"^(X_unl must have shape|X_unl must be non-empty)"),
+    (lambda: _train_bad(const_tau=[1.0]), r"^const_tau needs one entry per model \(2\), got 1$"),
+    (lambda: _train_bad(order_seeds=[1, 2, 3]), r"^order_seeds needs one entry per model \(2\), got 3$"),
+]
+
+
+@pytest.mark.parametrize("i", range(len(_ME_BAD)))
+def test_error_messages_name_the_argument(i):
+    call, pattern = _ME_BAD[i]
+    with pytest.raises((ValueError, TypeError), match=pattern):
+        call()
