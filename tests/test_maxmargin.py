@@ -600,3 +600,156 @@ def test_inits_fill_their_ranges():
     assert set(ab.detach().unique().tolist()) == {-0.25, 0.25}
     # directions spread over the sphere: each coordinate takes both signs
     assert (Wb.detach().reshape(-1, 3).min(0).values < 0).all() and (Wb.detach().reshape(-1, 3).max(0).values > 0).all()
+
+
+# ---- issue 16: one training step against autograd; the trainers' bookkeeping by hand ---------------------
+
+def _tiny_batch(S=2, n=6, d=3, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    X = torch.randn(S, n, d, generator=g, dtype=torch.float64)
+    y = torch.where(torch.rand(S, n, generator=g) < 0.5, -1.0, 1.0).to(torch.float64)
+    y[:, 0], y[:, 1] = 1.0, -1.0
+    return X, y
+
+
+def test_train_sgd_one_step_is_a_gradient_step_on_the_mean_logistic_loss():
+    X, y = _tiny_batch()
+    params = mm.default_init([(4, 3), (1, 4)], 2, seed=1, scale=1.0)
+    before = [p.detach().clone() for p in params]
+    # batch = n: one step per epoch over a permutation of all points, so the step is the full-batch gradient
+    loss = torch.nn.functional.softplus(-y * mm.two_layer_forward(params, X)).mean(1).sum()
+    grads = torch.autograd.grad(loss, params)
+    log = mm.train_sgd(mm.two_layer_forward, params, X, y, lr=0.3, batch_size=6, epochs=1, seed=0,
+                       log_epochs=(1,), progress=False)
+    for p, b, g in zip(params, before, grads):
+        assert torch.allclose(p.detach(), b - 0.3 * g, atol=1e-12)
+    assert list(log) == [1] and all(torch.equal(s, p.detach()) for s, p in zip(log[1], params))
+
+
+def test_train_sgd_batches_drop_the_remainder_and_shuffle_per_model(monkeypatch):
+    X, y = _tiny_batch(n=7)
+    params = mm.default_init([(4, 3), (1, 4)], 2, seed=1, scale=1.0)
+    seen = []
+
+    def forward(p, Xb):
+        seen.append(Xb.detach().clone())
+        return mm.two_layer_forward(p, Xb)
+
+    mm.train_sgd(forward, params, X, y, lr=0.1, batch_size=3, epochs=2, seed=5, progress=False)
+    assert [b.shape[1] for b in seen] == [3, 3, 3, 3]  # 7 points: two batches of 3 per epoch, 1 point left out
+    # each model draws its own permutation: argsort of uniform numbers, one row per model
+    gen = torch.Generator().manual_seed(5)
+    for e in range(2):
+        perm = torch.argsort(torch.rand(2, 7, generator=gen), dim=1)
+        for s in range(2):
+            assert torch.equal(torch.cat([seen[2 * e][s], seen[2 * e + 1][s]]), X[s, perm[s, :6]])
+
+
+def test_train_normalized_gd_step_is_eta_times_the_gradient_of_log_loss():
+    X, y = _tiny_batch()
+    params = mm.default_init([(4, 3), (1, 4)], 2, seed=2, scale=1.0)
+    before = [p.detach().clone() for p in params]
+    total = mm.log_loss(mm.two_layer_forward, params, X, y).sum()
+    grads = torch.autograd.grad(total, params)
+    log = mm.train_normalized_gd(mm.two_layer_forward, params, X, y, [(0.05, 1), (0.5, 0)], log_steps=(1, 2),
+                                 progress=False)
+    for p, b, g in zip(params, before, grads):
+        assert torch.allclose(p.detach(), b - 0.05 * g, atol=1e-12)
+    assert list(log) == [1]  # a phase of 0 steps adds none
+    # the schedule's phases follow each other: step 2 uses the second eta
+    params = [b.clone().requires_grad_() for b in before]
+    mm.train_normalized_gd(mm.two_layer_forward, params, X, y, [(0.05, 1), (0.2, 1)], progress=False)
+    mid = [b - 0.05 * g for b, g in zip(before, grads)]
+    mid = [m.requires_grad_() for m in mid]
+    g2 = torch.autograd.grad(mm.log_loss(mm.two_layer_forward, mid, X, y).sum(), mid)
+    assert all(torch.allclose(p.detach(), m.detach() - 0.2 * g, atol=1e-12) for p, m, g in zip(params, mid, g2))
+
+
+def test_log_loss_moderate_margins_and_both_branches():
+    X = torch.tensor([[[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]], dtype=torch.float64)
+    y = torch.tensor([[1.0, -1.0, 1.0]], dtype=torch.float64)
+    W = torch.tensor([[[20.0, 0.0], [0.0, 2.0]]], dtype=torch.float64)
+    a = torch.tensor([[2.0, -1.0]], dtype=torch.float64)
+    m = torch.tensor([40.0, 2.0, 38.0], dtype=torch.float64)  # margins y h(x): two above 30, one below
+    want = torch.log(torch.log1p(torch.exp(-m)).sum())
+    assert mm.log_loss(mm.two_layer_forward, [W, a], X, y)[0].item() == pytest.approx(want.item(), rel=1e-12)
+    assert mm.log_loss(mm.two_layer_forward, [W * 0, a], X, y)[0].item() == pytest.approx(np.log(3 * np.log(2)), rel=1e-12)
+
+
+def test_forwards_share_X_and_residual_shapes():
+    X = torch.randn(5, 3, dtype=torch.float64)
+    W, a = mm.default_init([(4, 3), (1, 4)], 2, 0, 1.0)
+    out = mm.two_layer_forward([W, a], X)
+    assert out.shape == (2, 5) and torch.allclose(out[1], torch.relu(X @ W[1].T) @ a[1])
+    assert mm.residual_shapes(3, 4, 2) == [(4, 3), (1, 4)]
+    assert mm.residual_shapes(3, 4, 4) == [(4, 3), (4, 4), (4, 4), (1, 4)]
+    params = mm.default_init(mm.residual_shapes(3, 4, 2), 2, 0, 1.0)
+    assert torch.allclose(mm.residual_forward(params, X)[0], torch.relu(X @ params[0][0].T) @ params[1][0])
+    f32 = mm.default_init([(2, 3)], 1, 0, 1.0, dtype=torch.float32)[0]
+    assert f32.dtype == torch.float32 and f32.shape == (1, 2, 3)
+    Wb, ab = mm.balanced_init(1, 3, 2, lam=0.5, seed=0, dtype=torch.float32)
+    assert Wb.dtype == ab.dtype == torch.float32
+
+
+def test_table31_cnn_layers_init_and_features():
+    net = mm.Table31CNN(image_size=12, fc_scale=0.5, seed=3)
+    convs = [l for l in net.layers if isinstance(l, torch.nn.Conv2d)]
+    assert [(c.out_channels, c.kernel_size[0], c.stride[0], c.padding[0]) for c in convs] == \
+        [(32, 3, 1, 1), (32, 3, 1, 1), (32, 5, 2, 2), (64, 3, 1, 1), (64, 3, 1, 1), (64, 5, 2, 2)]
+    assert net.layers[6].in_features == 64 * 3 * 3 and net.layers[7].in_features == 128  # 12 -> 6 -> 3
+    for fc in net.layers[6:]:
+        bound = 0.5 / fc.in_features ** 0.5  # PyTorch's U(+-1/sqrt(fan_in)) times fc_scale
+        assert fc.weight.abs().max() <= bound and fc.weight.abs().max() > 0.9 * bound
+        assert fc.bias.abs().max() <= bound
+    w0 = convs[0].weight.abs().max()  # the convs keep PyTorch's default, U(+-1/sqrt(fan_in)), fan_in = 9
+    assert 0.9 / 3 < w0 <= 1 / 3
+    assert torch.equal(mm.Table31CNN(image_size=12, fc_scale=0.5, seed=3).layers[7].weight, net.layers[7].weight)
+    X = torch.randn(4, 1, 12, 12)
+    feats = net.features(X)
+    assert torch.equal(feats[0], X.flatten(1)) and len(feats) == 9
+    h = X
+    for i, layer in enumerate(net.layers):
+        h = layer(h.flatten(1) if isinstance(layer, torch.nn.Linear) else h)
+        h = torch.relu(h) if i < 7 else h
+        assert torch.allclose(feats[i + 1], h.flatten(1), atol=1e-6), i
+    assert (feats[-1] < 0).any()  # no ReLU on the output
+    assert torch.allclose(net(X), feats[-1][:, 0]) and net(X).shape == (4,)
+    assert net.features(torch.empty(0, 1, 12, 12))[-1].shape == (0, 1)
+
+
+def test_train_adam_first_epoch_loss_is_the_initial_loss():
+    net = mm.Table31CNN(image_size=8, seed=0)
+    X = torch.randn(10, 1, 8, 8)
+    y = torch.where(torch.arange(10) % 3 == 0, 1.0, -1.0)
+    with torch.no_grad():
+        want = torch.nn.functional.softplus(-y * net(X)).mean().item()
+    losses = mm.train_adam(net, X, y, epochs=1, batch_size=10, progress=False)
+    assert losses[0] == pytest.approx(want, rel=1e-6)
+    # two batches of 6 and 4: the epoch loss is the point-weighted mean of the batch losses
+    net = mm.Table31CNN(image_size=8, seed=0)
+    seen = []
+    orig = net.forward
+    net.forward = lambda Xb: (seen.append(len(Xb)), orig(Xb))[1]
+    mm.train_adam(net, X, y, epochs=1, batch_size=6, progress=False)
+    assert seen == [6, 4]
+    assert next(net.parameters()).device.type == "cpu"
+
+
+def test_two_layer_report_by_hand():
+    # w_+ = e1 and w_- = e2 for X = e1 (+1), e2 (-1) in R^3; neurons 2 e1 (a = 1), e2 (a = -2), (0.1, 0.1, 0)
+    # (a = 0.1): a rank-2 W
+    X, y = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]), np.array([1.0, -1.0])
+    W, a = np.array([[2.0, 0.0, 0.0], [0.0, 1.0, 0.0], [0.1, 0.1, 0.0]]), np.array([1.0, -2.0, 0.1])
+    r = mm.two_layer_report(W, a, X, y, X, big=0.3)
+    assert r["n_big"] == 2 and r["min_corr"] == pytest.approx(1.0) and r["frac_corr_09"] == pytest.approx(2 / 3)
+    assert r["median_corr_all"] == pytest.approx(1.0) and r["pattern_frac"] == 1.0
+    assert r["split"] == pytest.approx(4.0) and r["split_pred"] == pytest.approx(1.0)
+    assert r["imbalance"] == pytest.approx(3.0)  # |a^2 - ||w||^2| / ||w||^2: 3/4 and 3
+    sv = np.linalg.svd(W, compute_uv=False)
+    assert r["sv_ratio_2"] == pytest.approx(sv[1] / sv[0]) and r["sv_ratio_3"] == pytest.approx(0.0, abs=1e-12)
+    # h(e1) = 2 + 0.01, h(e2) = -2 + ...: normalised by ||W||^2 + ||a||^2 = 5.02 + 5.01; gamma* = 1/4
+    norm2 = 5.02 + 5.01
+    margin = min(2.01 / norm2, (2 - 0.01) / norm2)
+    assert r["margin_ratio"] == pytest.approx(margin / 0.25)
+    r_all = mm.two_layer_report(W, a, X, y, X, big=0.0)
+    assert r_all["n_big"] == 3
