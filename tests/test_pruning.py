@@ -305,3 +305,202 @@ def test_architecture_candidates_and_best_entry_by_hand():
     assert P.parity_bound_ok((4, 4, 1)) and not P.parity_bound_ok((5, 4, 1)) and P.parity_bound_ok((1, 1))
     cell = {"per_parent": [(3, 1, 10), (2, 1, 10), (2, 4, 10), (4, 9, 5)]}
     assert P.best_cell_entry(cell) == (2, 4, 10) and P.best_cell_entry({"per_parent": []}) is None
+
+
+# ---- issue 16: values against brute force and second computations ------------------------------------
+
+def test_select_and_assign_copy_nets_with_their_masks():
+    m = P.MaskedMLP(3, 4, 2, 3, 0.1, seed=5)
+    m.mask[0, 1, 2] = 0.0
+    m.linear[1, 0] = True
+    X = torch.tensor(B.cube(3), dtype=torch.float32)
+    out = m.forward(X)
+    sub = m.select([2, 0])
+    assert sub.B == 2 and torch.allclose(sub.forward(X), out[:, [2, 0]])
+    assert sub.mask[0, 1].tolist() == [0.0, 1.0] and sub.linear[1].tolist() == [False, True]
+    assert sub.alpha == m.alpha and sub.widths == m.widths
+    other = P.MaskedMLP(3, 4, 2, 1, 0.1, seed=9)
+    other.mask[1, 3, 0] = 0.0
+    m.assign([1], other)
+    out2 = m.forward(X)
+    assert torch.allclose(out2[:, 1], other.forward(X)[:, 0]) and torch.equal(out2[:, [0, 2]], out[:, [0, 2]])
+    assert m.mask[1, 3].tolist() == [1.0, 0.0, 1.0] and m.linear[:, 1].tolist() == [False, False]
+    m.assign([0, 2], m.select([1, 1]))
+    assert torch.allclose(m.forward(X), out2[:, [1, 1, 1]])
+
+
+def test_masked_forward_by_hand():
+    # one hidden layer of width 2, leaky slope 0.5: a masked unit contributes nothing, a linear layer has slope 1
+    m = P.MaskedMLP(1, 2, 1, 3, 0.5, seed=0)
+    with torch.no_grad():
+        m.params[0].copy_(torch.tensor([1.0, -1.0]).reshape(m.params[0].shape[:-1] + (1,)).expand_as(m.params[0]))
+        m.params[1].zero_()
+        m.params[2].copy_(torch.tensor([2.0, 3.0]).reshape(m.params[2].shape[:-1] + (1,)).expand_as(m.params[2]))
+        m.params[3].fill_(0.25)
+    m.mask[0, 1, 1] = 0.0
+    m.linear[0, 2] = True
+    X = torch.tensor([[2.0], [-1.0]])
+    # net 0: 2 relu_.5(x) + 3 relu_.5(-x); net 1: 2 relu_.5(x); net 2: 2x - 3x; all + 0.25
+    want = torch.tensor([[2 * 2 + 3 * (-1.0), 2 * 2, 4 - 6], [2 * (-0.5) + 3 * 1, 2 * (-0.5), -2 + 3]]) + 0.25
+    assert torch.allclose(m.forward(X), want)
+    assert m.forward(torch.empty(0, 1)).shape == (0, 3)
+
+
+def test_fit_masked_reports_its_final_outputs():
+    m = P.MaskedMLP(2, 4, 1, 3, 0.1, seed=0)
+    X, y = torch.tensor(B.cube(2), dtype=torch.float32), torch.tensor(B.parity_table(2), dtype=torch.float32)
+    solved, loss = P.fit_masked(m, X, y, epochs=150, lr=0.05)
+    out = m.forward(X)
+    Y = y[:, None].expand_as(out)
+    want = (torch.clamp(out, min=0) - out * Y + torch.log1p(torch.exp(-out.abs()))).mean(0)  # BCE with logits
+    assert torch.allclose(loss, want, atol=1e-6) and loss.shape == (3,)
+    assert solved.tolist() == ((out > 0) == (Y > 0.5)).all(0).tolist()
+
+
+def test_cnn_masks_act_like_zeroed_weights():
+    net = P.PrunableCNN(1, 8, channels=3, classes=4, seed=1)
+    x = torch.randn(2, 1, 8, 8)
+    ref = P.PrunableCNN(1, 8, channels=3, classes=4, seed=1)
+    with torch.no_grad():
+        net.channel_mask0[1] = 0.0
+        ref.convs[0].weight[1] = 0.0
+        ref.convs[0].bias[1] = 0.0
+        net.weight_masks[3][2, 1] = 0.0
+        ref.fc.weight[2, 1] = 0.0
+        net.weight_masks[1][0, 2, 1, 1] = 0.0
+        ref.convs[1].weight[0, 2, 1, 1] = 0.0
+    assert torch.allclose(net(x), ref(x), atol=1e-6)
+    net.channel_mask0[1] = 1.0
+    assert not torch.allclose(net(x), ref(x), atol=1e-6)
+    assert net(torch.empty(0, 1, 8, 8)).shape == (0, 4)
+
+
+def test_remaining_weights_by_counting():
+    net = P.PrunableCNN(2, 16, channels=3, classes=5, seed=0)  # side 2: fc has 3 * 2 * 2 inputs
+    total = 2 * 3 * 9 + 3 * 3 * 9 * 2 + 12 * 5
+    assert net.total_weights() == total and net.remaining_weights() == total
+    net.channel_mask2[0] = 0.0  # its kernel (3 x 9) and its 4 fc inputs for 5 classes
+    assert net.remaining_weights() == total - 27 - 4 * 5
+    net.channel_mask0[2] = 0.0  # its kernel (2 x 9) and its inputs to conv 1 (3 x 9)
+    assert net.remaining_weights() == total - 27 - 20 - 18 - 27
+    net.weight_masks[3][0, 0] = 0.0  # an fc weight of the dead channel 0: already not counted
+    net.weight_masks[3][0, 4] = 0.0  # an fc weight of live channel 1
+    net.weight_masks[0][0, 0, 0, 0] = 0.0
+    assert net.remaining_weights() == total - 27 - 20 - 18 - 27 - 2
+    assert net.channels() == (2, 3, 2)
+
+
+def test_magnitude_prune_removes_the_smallest_weights():
+    net = P.PrunableCNN(1, 8, channels=2, classes=3, seed=4)
+    allw = torch.cat([p.detach().abs().flatten() for p in net.prunable()])
+    for frac in (0.0, 0.3, 0.75):
+        pruned = P.magnitude_prune(net, frac)
+        keep = torch.cat([m.flatten() for m in pruned.weight_masks]).bool()
+        k = round(frac * allw.numel())
+        order = torch.argsort(allw)
+        assert not keep[order[:k]].any() and keep[order[k:]].all(), frac
+        assert all((m == 1).all() for m in net.weight_masks)  # the input model is untouched
+    # pruning again counts the already-pruned (zero) weights among the smallest
+    twice = P.magnitude_prune(P.magnitude_prune(net, 0.5), 0.75)
+    assert sum(int(m.sum()) for m in twice.weight_masks) == allw.numel() - round(0.75 * allw.numel())
+    x = torch.randn(3, 1, 8, 8)
+    assert torch.allclose(P.magnitude_prune(net, 0.0)(x), net(x))
+
+
+def test_evaluate_and_train_cnn_pass_their_settings(monkeypatch):
+    net = P.PrunableCNN(1, 8, channels=2, classes=3, seed=0)
+    g = torch.Generator().manual_seed(0)
+    X, y = torch.randn(7, 1, 8, 8, generator=g), torch.tensor([0, 1, 2, 0, 1, 2, 0])
+    with torch.no_grad():
+        out = net(X)
+    loss, acc = P.evaluate(net, X, y, batch_size=3)
+    assert loss == pytest.approx(torch.nn.functional.cross_entropy(out, y).item(), rel=1e-6)
+    assert acc == pytest.approx((out.argmax(1) == y).double().mean().item())
+    assert P.evaluate(net, X, y) == pytest.approx((loss, acc))
+    seen = {}
+
+    def fake(model, X_, y_, loss_fn, epochs, batch_size, lr, **kw):
+        seen.update(kw, epochs=epochs, batch_size=batch_size, lr=lr, loss_fn=loss_fn)
+        return type("H", (), {"loss": [1.5]})()
+
+    monkeypatch.setattr(P, "train_minibatch", fake)
+    assert P.train_cnn(net, X, y, 3) == [1.5]
+    assert (seen["epochs"], seen["batch_size"], seen["lr"], seen["momentum"], seen["weight_decay"], seen["seed"],
+            seen["optimizer"]) == (3, 40, 0.001, 0.9, 1e-4, 0, "sgd")
+    assert seen["loss_fn"] is torch.nn.functional.cross_entropy
+    P.train_cnn(net, X, y, 2, batch_size=5, lr=0.1, momentum=0.5, weight_decay=0.0, seed=7)
+    assert (seen["batch_size"], seen["lr"], seen["momentum"], seen["weight_decay"], seen["seed"]) == (5, 0.1, 0.5, 0.0, 7)
+
+
+def test_channel_prune_removes_the_channel_of_least_loss():
+    gen = torch.Generator().manual_seed(1)
+    X, y = torch.rand(30, 1, 8, 8, generator=gen), torch.randint(0, 3, (30,), generator=gen)
+    Xt, yt = torch.rand(20, 1, 8, 8, generator=gen), torch.randint(0, 3, (20,), generator=gen)
+    net = P.PrunableCNN(1, 8, channels=3, classes=3, seed=2)
+    hist = P.channel_prune(net, X, y, Xt, yt, finetune_epochs=0, progress=False)
+    assert len(hist) == 1 + 6 and hist[-1]["channels"] == (1, 1, 1)
+    # step by step, by brute force: try every live channel, keep the removal of least training loss
+    work = P.PrunableCNN(1, 8, channels=3, classes=3, seed=2)
+    for h in hist[1:]:
+        best = None
+        for l, cm in enumerate(work.channel_masks()):
+            for c in range(3):
+                if cm[c] == 0 or cm.sum() <= 1:
+                    continue
+                trial = __import__("copy").deepcopy(work)
+                trial.channel_masks()[l][c] = 0.0
+                loss = torch.nn.functional.cross_entropy(trial(X), y).item()
+                best = min(best, (loss, l, c)) if best else (loss, l, c)
+        work.channel_masks()[best[1]][best[2]] = 0.0
+        assert h["channels"] == work.channels()
+        assert h["fraction"] == pytest.approx(work.remaining_weights() / work.total_weights())
+        assert h["accuracy"] == pytest.approx((work(Xt).argmax(1) == yt).double().mean().item())
+    assert hist[0] == {"channels": (3, 3, 3), "fraction": 1.0,
+                       "accuracy": pytest.approx((net(Xt).argmax(1) == yt).double().mean().item())}
+    # stop as soon as the test accuracy falls below min_accuracy (the record that fell is kept)
+    short = P.channel_prune(net, X, y, Xt, yt, finetune_epochs=0, min_accuracy=hist[1]["accuracy"] + 1e-9,
+                            progress=False)
+    assert len(short) == 2 and short[1] == hist[1]
+    # scoring on a subset: the first removal follows the subset's loss
+    sub = P.channel_prune(net, X, y, Xt, yt, finetune_epochs=0, score_samples=10, seed=3, progress=False)
+    pick = torch.randperm(30, generator=torch.Generator().manual_seed(3))[:10]
+    losses = {}
+    for l in range(3):
+        for c in range(3):
+            trial = __import__("copy").deepcopy(net)
+            trial.channel_masks()[l][c] = 0.0
+            losses[(l, c)] = torch.nn.functional.cross_entropy(trial(X[pick]), y[pick]).item()
+    l, c = min(losses, key=losses.get)
+    want = [3, 3, 3]
+    want[l] -= 1
+    assert sub[1]["channels"] == tuple(want)
+    assert P.channel_prune(net, X, y, Xt, yt, finetune_epochs=0, score_samples=30, progress=False) == hist
+
+
+def test_channel_prune_fine_tunes_with_its_seed(monkeypatch):
+    calls = []
+    monkeypatch.setattr(P, "train_cnn", lambda model, X, y, epochs, seed=0, **kw: calls.append((epochs, seed, kw)))
+    gen = torch.Generator().manual_seed(0)
+    X, y = torch.rand(12, 1, 8, 8, generator=gen), torch.randint(0, 3, (12,), generator=gen)
+    P.channel_prune(P.PrunableCNN(1, 8, channels=2, classes=3, seed=0), X, y, X, y, finetune_epochs=2, seed=5,
+                    progress=False, lr=0.3)
+    assert calls == [(2, 6, {"lr": 0.3}), (2, 7, {"lr": 0.3}), (2, 8, {"lr": 0.3})]
+
+
+def test_as_images_with_a_given_size():
+    X = torch.arange(2 * 36, dtype=torch.float32).reshape(2, 36)
+    img = P.as_images(X, image_size=6)
+    assert img.shape == (2, 1, 6, 6) and torch.equal(img[1, 0, 2], X[1, 12:18])
+    assert torch.equal(P.as_images(torch.zeros(2, 5, 5)), torch.zeros(2, 1, 5, 5))
+
+
+def test_deep_prune_without_solved_parents_and_step_limit():
+    # 1 epoch cannot solve 3-parity: no run is started
+    res = P.deep_prune(3, 4, 2, trainings=2, prunings=2, epochs=1, finetune_epochs=1, seed=0, progress=False)
+    assert res["runs"] == [] and res["trained_solved"].tolist() == [False, False]
+    res = P.deep_prune(2, 4, 2, trainings=1, prunings=3, epochs=400, finetune_epochs=20, seed=0, max_steps=1,
+                       progress=False)
+    assert len(res["runs"]) == 3 * int(res["trained_solved"].sum())
+    for run in res["runs"]:
+        assert run["steps"] <= 1 and run["training"] == 0
+        assert P.architecture_size(run["architecture"]) in ((7, 2), (4, 1))  # one node or one layer removed
