@@ -990,3 +990,113 @@ def test_error_messages_name_the_argument(i):
     call, pattern = _MAE_BAD[i]
     with pytest.raises((ValueError, TypeError), match=pattern):
         call()
+
+
+# ----------------------------------------------------------------------------- documented defaults: a call
+# without the argument equals the call with the documented value (mutation testing changes defaults too)
+
+def _same(a, b):
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    if isinstance(a, (tuple, list)):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    return np.array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_defaults_of_the_exact_evaluations():
+    assert mae.gaussian_entropy() == 0.5 * math.log(2 * math.pi * math.e)
+    normal = _channel_model(0.5, n=1)
+    assert _same(mae.normal_exact(normal), mae.normal_exact(normal, G=2001, lim=7.0, Gx=1601, x_lim=6.0))
+    finite = _sharp_finite_model()[0]
+    ex = mae.finite_exact(finite)
+    assert _same(ex, mae.finite_exact(finite, G=2001, lim=7.0, Q=48)) and len(ex["z"]) == 2001 and ex["z"][-1] == 7.0
+    assert not _same(ex["elbo"], mae.finite_exact(finite, Q=47)["elbo"])  # Q is felt at the last digits
+    assert _same(mae.infomax_estimate(finite), mae.infomax_estimate(finite, 20000, seed=0))
+    assert _same(mae.sir_sample(finite, 5), mae.sir_sample(finite, 5, k=1, seed=0))
+    finite.k = 3
+    assert _same(mae.sir_sample(finite, 5), mae.sir_sample(finite, 5, k=3, seed=0))
+    small = _constant_decoder_model(k=2)
+    _sign_net(small.dec, 0.8)
+    assert _same(mae.encoder_posterior_kl(small), mae.encoder_posterior_kl(small, n_inner=1000, G=2001, lim=7.0, seed=0))
+    assert not _same(mae.encoder_posterior_kl(small)["kl"], mae.encoder_posterior_kl(small, n_inner=999)["kl"])
+    obj = mae.training_objective(normal, [1.0])
+    assert _same(obj, mae.training_objective(normal, [1.0], C=1.0, n_samples=20000, seed=0))
+
+
+def test_defaults_of_the_models():
+    normal = mae.NormalMAE([0])
+    assert [normal.enc.weights[i].shape[1] for i in range(3)] == [32, 32, 2]
+    finite = mae.FiniteMAE([0], _Q3)
+    assert finite.k == 1 and finite.segments == [3] and finite.dec.weights[0].shape[1] == 32
+    assert torch.equal(finite.uses, torch.eye(3)) and finite.D == 3
+    model = mae.SequenceMAE(torch.tensor([[4, 5, mae.EOS]]), 8)
+    assert (model.latent_dim, model.k, model.enc_emb.embedding_dim, model.enc_rnn.hidden_size) == (16, 5, 128, 256)
+    assert torch.equal(model.dec_out.weight, mae.SequenceMAE(torch.tensor([[4, 5, mae.EOS]]), 8, seed=0).dec_out.weight)
+    assert not torch.equal(model.dec_out.weight, mae.SequenceMAE(torch.tensor([[4, 5, mae.EOS]]), 8, seed=1).dec_out.weight)
+
+
+def test_defaults_of_the_reconstructions():
+    model = _split_model(0.7, [0.8, -0.3], [0.5, 2.0])
+    rates = mae.reconstruction_rates(model, torch.eye(2))
+    assert _same(rates, mae.reconstruction_rates(model, torch.eye(2), Q=24, chunk_size=64, seed=0))
+    assert not _same(rates, mae.reconstruction_rates(model, torch.eye(2), Q=23))
+    model.k = 4
+    rates = mae.reconstruction_rates(model, torch.eye(2))
+    assert _same(rates, mae.reconstruction_rates(model, torch.eye(2), Q=24, seed=0))
+    assert not _same(rates, mae.reconstruction_rates(model, torch.eye(2), seed=1))
+    model = _split_model(0.5, [0.0, 0.0], [1.0, 1.0])
+    rec = mae.sample_reconstructions(model, 1)
+    assert rec.shape == (1, 3) and _same(rec, mae.sample_reconstructions(model, 1, n=3, seed=0))
+    seq, tok = _small_sequence_model()
+    out = mae.sequence_reconstruction_rates(seq, tok[:6])
+    assert _same(out, mae.sequence_reconstruction_rates(seq, tok[:6], seed=0, greedy=False))
+    assert not _same(out[2], mae.sequence_reconstruction_rates(seq, tok[:6], greedy=True)[2])
+    z = torch.randn(4, 2)
+    with torch.no_grad():
+        a = seq.sample_x(z, torch.Generator().manual_seed(0))
+        b = seq.sample_x(z, torch.Generator().manual_seed(0), greedy=False)
+    assert torch.equal(a, b)
+
+
+def test_defaults_of_train_mae(monkeypatch):
+    # tqdm is replaced by step 50 of the default 1000 alone: one Algorithm 4.1 step with every default
+    # (lr 1e-3, batch 256, seed 0, C 1, lr_r = lr, no clip, no annealing), logged since 50 % 50 == 0
+    seen = []
+
+    def one_step(it, **kw):
+        seen.append((len(it), kw.get("desc")))
+        return [50]
+
+    monkeypatch.setattr(mae, "tqdm", one_step)
+    params, traces = [], []
+    for kwargs in ({}, dict(C=1.0, steps=1000, lr=1e-3, lr_r=1e-3, batch=256, seed=0, log_every=50, desc="MAE",
+                            clip=None, anneal=0.0)):
+        model = mae.NormalMAE([0], hidden=4)
+        traces.append(mae.train_mae(model, [0.5], **kwargs))
+        params.append([p.detach().clone() for p in model.parameters()])
+    assert seen == [(1000, "MAE"), (1000, "MAE")]
+    assert all(torch.equal(a, b) for a, b in zip(*params))
+    assert traces[0].steps == [50] and _same(traces[0].elbo, traces[1].elbo)
+    model = mae.NormalMAE([0], hidden=4)
+    mae.train_mae(model, [0.5], anneal=1.0)  # decayed to 0.95 lr at step 50: another step
+    assert not all(torch.equal(a, b.detach()) for a, b in zip(params[0], model.parameters()))
+
+
+def test_split_sentences_default_length_and_load_imdb_sentences(monkeypatch):
+    nine = "one two three four five six seven eight nine ."
+    eight = "one two three four five six seven eight ."
+    assert mae.split_sentences([nine + " " + eight]) == [eight.split()]
+    import lib.data
+
+    reviews = ["A good film. A really really really really really really really long one!<br />Bad.",
+               "A good film? Bad, bad."]
+    monkeypatch.setattr(lib.data, "load_online", lambda name: {"train": {"text": reviews, "label": [1, 0]}}
+                        if name == "imdb" else None)
+    tok, vocab = mae.load_imdb_sentences()
+    # sentences of at most 8 words (the 9-word one is dropped), vocabulary by count, 12 tokens + <eos>
+    assert vocab == [*mae.SPECIALS, ".", "bad", "a", "film", "good", ",", "?"]  # ties alphabetical
+    assert tok.shape == (4, 13) and tok[3, :6].tolist() == [5, 9, 5, 4, mae.EOS, mae.PAD]
+    tok2, vocab2 = mae.load_imdb_sentences(max_len=8, vocab_size=20000, max_tokens=12)
+    assert torch.equal(tok, tok2) and vocab2 == vocab
+    tok3, vocab3 = mae.load_imdb_sentences(max_len=12, vocab_size=2, max_tokens=3)
+    assert vocab3 == [*mae.SPECIALS, "really", "."] and tok3.shape == (5, 4)  # the 10-word sentence is in
