@@ -753,3 +753,37 @@ def test_two_layer_report_by_hand():
     assert r["margin_ratio"] == pytest.approx(margin / 0.25)
     r_all = mm.two_layer_report(W, a, X, y, X, big=0.0)
     assert r_all["n_big"] == 3
+
+
+# ---- documented defaults (a call without the argument equals the call with the documented value) --------
+
+def test_defaults():
+    X, y = mm.orthogonally_separable_gaussian()
+    X2, y2 = mm.orthogonally_separable_gaussian(500, 20, seed=0)
+    assert X.shape == (500, 20) and np.array_equal(X, X2) and np.array_equal(y, y2)
+    # tol 0: an inner product of exactly 0 is "across" (allowed between classes, not within)
+    Xo, yo = np.array([[1.0, 0.0], [0.0, 1.0], [0.3, -0.5]]), np.array([1.0, -1.0, 1.0])  # within: 0.3
+    assert mm.is_orthogonally_separable(Xo, yo) and not mm.is_orthogonally_separable(Xo, yo, tol=0.4)
+    assert mm.is_orthogonally_separable(Xo, yo, tol=0.0)
+    assert not mm.is_orthogonally_separable(np.array([[1.0, 0.0], [0.1, 1.0], [-1.0, 0.1]]), yo)
+    W = np.random.default_rng(0).standard_normal((15, 12))
+    assert np.array_equal(mm.top_singular_values(W), np.linalg.svd(W, compute_uv=False)[:10])
+    net = mm.Table31CNN()
+    assert net.layers[6].in_features == 3136
+    ref = mm.Table31CNN(image_size=28, fc_scale=0.05, seed=0)
+    assert all(torch.equal(a, b) for a, b in zip(net.parameters(), ref.parameters()))
+    bound = 0.05 / 3136 ** 0.5
+    assert bound * 0.9 < net.layers[6].weight.abs().max() <= bound
+
+
+def test_train_adam_defaults():
+    g = torch.Generator().manual_seed(0)
+    X, y = torch.randn(130, 1, 8, 8, generator=g), torch.where(torch.rand(130, generator=g) < 0.5, -1.0, 1.0)
+    runs = []
+    for kwargs in ({}, dict(batch_size=128, lr=1e-3, seed=0, device=None)):
+        net = mm.Table31CNN(image_size=8, seed=1)
+        losses = mm.train_adam(net, X, y, epochs=1, progress=False, **kwargs)
+        runs.append((losses, [p.detach().clone() for p in net.parameters()]))
+    assert runs[0][0] == runs[1][0] and all(torch.equal(a, b) for a, b in zip(runs[0][1], runs[1][1]))
+    net = mm.Table31CNN(image_size=8, seed=1)
+    assert mm.train_adam(net, X, y, epochs=1, batch_size=129, progress=False) != runs[0][0]

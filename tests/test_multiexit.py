@@ -677,3 +677,53 @@ def test_error_messages_name_the_argument(i):
     call, pattern = _ME_BAD[i]
     with pytest.raises((ValueError, TypeError), match=pattern):
         call()
+
+
+# ---- documented defaults (a call without the argument equals the call with the documented value) --------
+
+def test_defaults():
+    z = _logits(M=3, n=4)
+    assert torch.equal(me.distillation_loss(z, 2.0), me.distillation_loss(z, 2.0, teachers="last", weights=None))
+    y = torch.tensor([0, 1, -100, 3])
+    assert torch.equal(me.multiexit_objective(z, y, 1), me.multiexit_objective(z, y, 1, tau=1.0, teachers="last",
+                                                                               dist_weights=None))
+    assert not torch.equal(me.multiexit_objective(z, y, 1), me.multiexit_objective(z, y, 1, tau=2.0))
+    model = me.MultiExitCNN()
+    assert model.n_models == 1 and model.in_ch == 1 and model.blocks[0][0].in_channels == 1
+    assert torch.equal(model.head_w[2], me.MultiExitCNN(seeds=[0]).head_w[2])
+
+
+def test_cifar100_protocol_on_a_stand_in(monkeypatch):
+    import lib.data
+
+    g = torch.Generator().manual_seed(0)
+    y_train = torch.arange(100).repeat_interleave(6)[torch.randperm(600, generator=g)]
+    X_train = torch.rand(600, 3, 4, 4, generator=g) * 5 + 2
+    split = lib.data.DataSplit(X_train, y_train, torch.rand(30, 3, 4, 4, generator=g), torch.arange(30) % 100)
+    monkeypatch.setattr(lib.data, "load_online", lambda name: split if name == "cifar100" else None)
+    d = me.cifar100_protocol(4, 1, seed=2)
+    assert d["train"][0].shape == (300, 3, 4, 4) and d["val"][0].shape == (100, 3, 4, 4) and d["unl"].shape == (200, 3, 4, 4)
+    assert np.bincount(d["train"][1].numpy(), minlength=100).tolist() == [3] * 100
+    assert np.bincount(d["val"][1].numpy(), minlength=100).tolist() == [1] * 100
+    # per channel, the training images have mean 0 and std 1 (unbiased, as torch.std); the other parts use
+    # the same statistics
+    Xt = d["train"][0]
+    assert torch.allclose(Xt.mean((0, 2, 3)), torch.zeros(3), atol=1e-5)
+    assert torch.allclose(Xt.transpose(0, 1).reshape(3, -1).std(1), torch.ones(3), atol=1e-3)
+    # the parts are the training set, each image once, in the order of the seeded per-class permutations
+    rng = np.random.RandomState(2)
+    order = {k: [] for k in ("val", "train", "unl")}
+    for c in range(100):
+        p = rng.permutation(np.flatnonzero(y_train.numpy() == c))
+        order["val"].append(p[:1])
+        order["train"].append(p[1:4])
+        order["unl"].append(p[4:])
+    mean = X_train[np.concatenate(order["train"])].mean((0, 2, 3), keepdim=True)
+    std = X_train[np.concatenate(order["train"])].std((0, 2, 3), keepdim=True)
+    for key in ("train", "val", "unl"):
+        idx = np.concatenate(order[key])
+        got = d[key] if key == "unl" else d[key][0]
+        assert torch.allclose(got, (X_train[idx] - mean) / std, atol=1e-5), key
+        if key != "unl":
+            assert torch.equal(d[key][1], y_train[idx])
+    assert torch.allclose(d["test"][0], (split.X_test - mean) / std, atol=1e-5) and torch.equal(d["test"][1], split.y_test)

@@ -504,3 +504,49 @@ def test_deep_prune_without_solved_parents_and_step_limit():
     for run in res["runs"]:
         assert run["steps"] <= 1 and run["training"] == 0
         assert P.architecture_size(run["architecture"]) in ((7, 2), (4, 1))  # one node or one layer removed
+
+
+# ---- documented defaults (a call without the argument equals the call with the documented value) --------
+
+def test_defaults():
+    assert P.wilson_interval(13, 20) == P.wilson_interval(13, 20, z=1.96) != P.wilson_interval(13, 20, z=2.0)
+    cell = P.wide_pruning_cell(2, 3, parents=2, epochs=200, finetune_epochs=50)
+    assert cell == P.wide_pruning_cell(2, 3, parents=2, epochs=200, finetune_epochs=50, alpha=0.1, lr=0.025, seed=0,
+                                       progress=False)
+    table = P.wide_pruning_table([2], [2], 1, 200, 50, seed_of=lambda w, n: 3, progress=False)
+    assert table == P.wide_pruning_table([2], [2], 1, 200, 50, seed_of=lambda w, n: 3, alpha=0.1, lr=0.025,
+                                         progress=False)
+    X, y = torch.tensor(B.cube(2), dtype=torch.float32), torch.tensor(B.parity_table(2), dtype=torch.float32)
+    fits = []
+    for kwargs in ({}, {"lr": 0.025}):
+        m = P.MaskedMLP(2, 3, 1, 2, 0.1, seed=0)
+        fits.append((P.fit_masked(m, X, y, 20, **kwargs), m.theta.clone()))
+    assert torch.equal(fits[0][1], fits[1][1]) and torch.equal(fits[0][0][1], fits[1][0][1])
+    a = P.deep_prune(2, 3, 1, trainings=1, prunings=1, epochs=300, finetune_epochs=10, progress=False)
+    b = P.deep_prune(2, 3, 1, trainings=1, prunings=1, epochs=300, finetune_epochs=10, alpha=0.1, lr=0.025, seed=0,
+                     progress=False, max_steps=None)
+    assert a["trained_solved"].tolist() == b["trained_solved"].tolist()
+    assert [(r["steps"], r["architecture"], r["max_deviation"]) for r in a["runs"]] == \
+        [(r["steps"], r["architecture"], r["max_deviation"]) for r in b["runs"]]
+    net = P.PrunableCNN(1, 8)
+    assert net.fc.out_features == 10 and net.convs[0].out_channels == 32 and net.channels() == (32, 32, 32)
+    assert torch.equal(net.fc.weight, P.PrunableCNN(1, 8, channels=32, classes=10, seed=0).fc.weight)
+
+
+def test_channel_prune_defaults():
+    gen = torch.Generator().manual_seed(2)
+    X, y = torch.rand(16, 1, 8, 8, generator=gen), torch.randint(0, 3, (16,), generator=gen)
+    net = P.PrunableCNN(1, 8, channels=2, classes=3, seed=0)
+    hist = P.channel_prune(net, X, y, X, y, progress=False)
+    assert hist == P.channel_prune(net, X, y, X, y, finetune_epochs=1, min_accuracy=0.0, score_samples=None, seed=0,
+                                   progress=False)
+    assert len(hist) == 4  # min_accuracy 0 never stops early
+
+
+def test_channel_prune_fine_tunes_one_epoch_by_default(monkeypatch):
+    calls = []
+    monkeypatch.setattr(P, "train_cnn", lambda model, X, y, epochs, seed=0, **kw: calls.append((epochs, seed, kw)))
+    gen = torch.Generator().manual_seed(0)
+    X, y = torch.rand(12, 1, 8, 8, generator=gen), torch.randint(0, 3, (12,), generator=gen)
+    P.channel_prune(P.PrunableCNN(1, 8, channels=2, classes=3, seed=0), X, y, X, y, progress=False)
+    assert calls == [(1, 1, {}), (1, 2, {}), (1, 3, {})]  # seed 0: step s fine-tunes with seed 1 + s
