@@ -532,3 +532,298 @@ def test_empty_inputs_and_labels_beyond_the_outputs_are_refused():
         SK.accuracy(model, X, y + 3)
     with pytest.raises(ValueError, match="^y must be an array with 1 dimensions"):
         SK.plane_losses(model, X, y[None])
+
+
+# ------------------------------------------------------------------ defaults and edge cases, by value
+
+def test_softplus_is_exact_below_its_linear_switch_and_gamma_defaults_to_20():
+    z = torch.linspace(-3, 3, 49, dtype=torch.float64)      # steps of 1/8: gamma z = 22.5, 25, 27.5 lie below 30
+    ref = np.log1p(np.exp(20.0 * z.numpy())) / 20.0
+    assert np.allclose(SK.activation(z, "softplus").numpy(), ref, rtol=0, atol=1e-15)
+    model = SK.SkipMLP([5, 4, 3], [0], 2, "softplus")
+    assert model.gamma == 20.0 and model.act == "softplus"
+    X = torch.linspace(-1.5, 1.5, 10, dtype=torch.float32).reshape(2, 5)
+    h = np_act(X.double().numpy() @ model.weights[0][0].detach().double().numpy().T, "softplus", 20.0)
+    assert np.allclose(model.hidden(X)[0][0].detach().double().numpy(), h, atol=1e-6)
+
+
+def test_default_model_is_a_float32_sigmoid_net():
+    model = SK.SkipMLP([5, 4, 3], [0], 2)
+    assert model.act == "sigmoid" and model.V.dtype == torch.float32 and model.weights[0].dtype == torch.float32
+    assert SK.he_truncated_normal((3, 3), 4, torch.Generator()).dtype == torch.float32
+    X64 = torch.rand(4, 5, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    out = model(X64)
+    assert out.dtype == torch.float32 and torch.equal(out, model(X64.float()))
+    h = 1 / (1 + np.exp(-(X64.numpy() @ model.weights[0][0].detach().double().numpy().T)))
+    assert np.allclose(model.hidden(X64)[0][0].detach().double().numpy(), h, atol=1e-6)
+    cnn = SK.SkipCNN((("fc", 3),), (1, 2, 2), 2, 0, 1)
+    assert cnn.act == "sigmoid" and cnn.gamma == 20.0 and cnn.V.dtype == torch.float32 and cnn.head.weight.dtype == torch.float32
+    assert cnn(torch.zeros(1, 1, 2, 2, dtype=torch.float64)).dtype == torch.float32
+    soft = SK.SkipCNN((("fc", 3),), (1, 2, 2), 2, 0, 1, "softplus")
+    assert soft.gamma == 20.0
+
+
+def test_skip_counts_up_to_the_whole_pool():
+    X, _ = data(n=7)
+    model = SK.SkipMLP([5, 4, 3, 2], [0, 1], [7, 0])    # all 7 hidden neurons of model 0
+    assert model.n_skip == [7, 0] and sorted(model.skip_index[0].tolist()) == list(range(7))
+    pool = torch.cat(model.hidden(X.float()), 2)
+    assert torch.allclose(model.psi(X.float())[0], pool[0][:, model.skip_index[0]])
+    assert SK.SkipMLP([5, 4, 3], [0, 1], 4).n_skip == [4, 4]
+    with pytest.raises(ValueError, match=r"^n_skip\[i\] must be an int >= 0"):
+        SK.SkipMLP([5, 4, 3], [0, 1], [1, -1])
+    with pytest.raises(ValueError, match=r"^n_skip must give one count per model \(2\), each at most the 4 hidden neurons, got \[5, 0\]$"):
+        SK.SkipMLP([5, 4, 3], [0, 1], [5, 0])
+    with pytest.raises(ValueError, match=r"^seeds\[i\] must be"):
+        SK.SkipMLP([5, 4, 3], [0, -1], 1)
+    with pytest.raises(ValueError, match=r"^X must have shape \(n, 5\), got \(1, 2, 5\)$"):
+        model(torch.zeros(1, 2, 5))
+
+
+def test_skip_cnn_shapes_and_forward_on_odd_non_square_images():
+    """Hand-worked shapes: 7x5 -> same conv 3x3 -> 7x5 -> 2x2 max-pool (ceil) -> 4x3 -> conv 2x2 (no
+    padding) -> 3x2 -> conv 3x3 stride 2 (padding 1) -> 2x1 -> conv 1x1 -> 2x1 -> fc 5."""
+    layers = (("conv", 3, 3, 1), ("pool",), ("conv", 4, 2, 1), ("conv", 3, 3, 2), ("conv", 2, 1, 1), ("fc", 5))
+    model = SK.SkipCNN(layers, (2, 7, 5), 3, 1, 20, "softplus", gamma=2.0, dtype=torch.float64)
+    randomise_V(model)
+    sizes = [3 * 7 * 5, 4 * 3 * 2, 3 * 2 * 1, 2 * 2 * 1, 5]
+    assert model.n_hidden == sum(sizes) == 144
+    X = torch.rand(3, 2, 7, 5, generator=torch.Generator().manual_seed(1), dtype=torch.float64)
+    hidden = model.hidden(X)
+    assert [h.shape[2] for h in hidden] == sizes
+    F = torch.nn.functional
+    a = lambda t: torch.tensor(np.log1p(np.exp(2.0 * t.detach().numpy())) / 2.0)  # noqa: E731
+    c = [model.layers[i] for i in (0, 2, 3, 4)]
+    h1 = a(F.conv2d(X, c[0].weight, c[0].bias, padding=1))
+    h2 = a(F.conv2d(F.max_pool2d(h1, 2, ceil_mode=True), c[1].weight, c[1].bias))
+    h3 = a(F.conv2d(h2, c[2].weight, c[2].bias, stride=2, padding=1))
+    h4 = a(F.conv2d(h3, c[3].weight, c[3].bias))
+    fc = model.layers[5][1]
+    h5 = a(h4.flatten(1) @ fc.weight.T + fc.bias)
+    ref = [h1, h2, h3, h4, h5]
+    assert all(torch.allclose(h[0], r.flatten(1), atol=1e-12) for h, r in zip(hidden, ref))
+    pool = torch.cat([r.flatten(1) for r in ref], 1)
+    out = h5 @ model.head.weight.T + model.head.bias + pool[:, model.skip_index[0]] @ model.V[0]
+    assert torch.allclose(model(X)[0], out.detach(), atol=1e-12)
+    with pytest.raises(ValueError, match=r"^X must have shape \(n, 2, 7, 5\), got \(2, 7, 5\)$"):
+        model(X[0])
+
+
+def test_skip_cnn_initialisation_spread_per_layer():
+    """He truncated normal with each layer's own fan-in: conv 8 x 3 x 3 = 72, fc 64 x 4 x 4 = 1024, head 100."""
+    model = SK.SkipCNN((("conv", 64, 3, 1), ("fc", 100)), (8, 4, 4), 50, 0, 1)
+    trunc = math.sqrt(1 - 2 * 2.0 * math.exp(-2.0) / math.sqrt(2 * math.pi) / math.erf(2.0 / math.sqrt(2)))
+    for w, fan_in in ((model.layers[0].weight, 72), (model.layers[1][1].weight, 1024), (model.head.weight, 100)):
+        w = w.detach()
+        std = math.sqrt(2.0 / fan_in)
+        assert float(w.std()) == pytest.approx(std * trunc, rel=0.05)
+        assert 1.8 * std < float(w.abs().max()) <= 2 * std
+    assert torch.all(model.layers[0].bias == 0) and torch.all(model.layers[1][1].bias == 0)
+
+
+def test_train_sgd_defaults_are_seed_0_nesterov_0_9_and_the_thesis_schedule():
+    X, y = data()
+    model = SK.SkipMLP([5, 4, 3], [0], 3, "sigmoid", dtype=torch.float64)
+    randomise_V(model)
+    expected = manual_sgd(model, X, y, [0.2, 0.2, 0.02, 0.002], momentum=0.9)
+    SK.train_sgd(model, X, y, 4, 12, 0.2)
+    for p, q in zip(model.parameters(), expected):
+        assert torch.allclose(p, q, atol=1e-12)
+    runs = []
+    for kw in ({}, {"seed": 0}):
+        m = SK.SkipMLP([5, 4, 3], [0], 3, dtype=torch.float64)
+        SK.train_sgd(m, X, y, 1, 5, 0.1, **kw)
+        runs.append(m.weights[0].detach().clone())
+    assert torch.equal(runs[0], runs[1])
+
+
+@pytest.mark.parametrize("milestones, epochs, lrs", [
+    ((0.1,), 3, [0.5, 0.05, 0.05]),           # round(0.3) = 0: the first drop comes after epoch 1 at the earliest
+    ((0.5, 0.5), 4, [0.5, 0.5, 0.05, 0.05]),  # a repeated milestone divides once
+    ((0.6,), 5, [0.5, 0.5, 0.5, 0.05, 0.05]),
+])
+def test_lr_milestones_by_value(milestones, epochs, lrs):
+    X, y = data(n=8)
+    model = SK.SkipMLP([5, 3, 3], [0], 2, dtype=torch.float64)
+    randomise_V(model)
+    expected = manual_sgd(model, X, y, lrs)
+    SK.train_sgd(model, X, y, epochs, 8, 0.5, momentum=0.0, milestones=milestones)
+    for p, q in zip(model.parameters(), expected):
+        assert torch.allclose(p, q, atol=1e-12)
+
+
+def test_train_sgd_more_errors_name_the_argument():
+    X, y = data()
+    model = SK.SkipMLP([5, 4, 3], [0], 3, dtype=torch.float64)
+    with pytest.raises(ValueError, match=r"^y must hold one label per row of X \(12\), got shape \(12, 1\)$"):
+        SK.train_sgd(model, X, y[:, None], 1, 4, 0.1)
+    with pytest.raises(ValueError, match=r"^milestones\[i\] must be"):
+        SK.train_sgd(model, X, y, 1, 4, 0.1, milestones=(1.0,))
+    with pytest.raises(ValueError, match="^milestones must be a list or tuple"):
+        SK.train_sgd(model, X, y, 1, 4, 0.1, milestones=0.5)
+    with pytest.raises(TypeError, match=r"^X must be a floating-point tensor, got tensor of shape \(12, 5\)"):
+        SK.train_sgd(model, (X * 10).long(), y, 1, 4, 0.1)                # named with the whole X, not a batch
+    with pytest.raises(TypeError, match="^y must be an integer tensor"):
+        SK.train_sgd(model, X, y.double(), 1, 4, 0.1)
+
+
+def test_filter_normalisation_of_narrow_rows_and_higher_tensors():
+    g = torch.Generator().manual_seed(0)
+    params = [torch.rand(60, 1, dtype=torch.float64, generator=g) + 0.5, torch.randn(3, 4, 5, dtype=torch.float64, generator=g)]
+    d = SK.filter_normalised_direction(params, torch.Generator().manual_seed(1))
+    assert torch.allclose(d[0].abs(), params[0], atol=1e-14)           # one-entry rows: |d| is the entry's size
+    assert torch.allclose(d[1].norm(dim=-1), params[1].norm(dim=-1), atol=1e-13)
+    zero = SK.filter_normalised_direction([torch.zeros(3, 4)], torch.Generator())
+    assert torch.equal(zero[0], torch.zeros(3, 4))
+    with pytest.raises(ValueError, match="^params must be a sequence of at least 1"):
+        SK.filter_normalised_direction([], torch.Generator())
+
+
+def test_plane_losses_defaults():
+    X, y = data(n=10, d=5)
+    model = SK.SkipMLP([5, 4, 3], [0, 1], [3, 2], "sigmoid", dtype=torch.float64)
+    randomise_V(model)
+    grid, L = SK.plane_losses(model, X, y)
+    assert np.allclose(grid, np.linspace(-1, 1, 21)) and L.shape == (21, 21)
+    g2, L2 = SK.plane_losses(model, X, y, span=1.0, resolution=21, seed=0, k=0)
+    assert np.array_equal(L, L2)
+    with torch.no_grad():
+        centre = float(torch.nn.functional.cross_entropy(model(X)[0], y))
+    assert L[10, 10] == pytest.approx(centre, abs=1e-12)
+    assert not np.array_equal(L, SK.plane_losses(model, X, y, seed=1)[1])
+    with pytest.raises(ValueError, match=r"^k \(the model index\) must be"):
+        SK.plane_losses(model, X, y, k=-1)
+    with pytest.raises(ValueError, match=r"^X must have shape \(n, 5\)"):
+        SK.plane_losses(model, X[:, :4], y)
+    with pytest.raises(ValueError, match=r"^y must be one label per row \(10 rows\)"):
+        SK.plane_losses(model, X, y[:4])
+
+
+def test_paper_config_step_returns_the_loss_before_the_step():
+    layers, in_shape = (("conv", 3, 3, 1), ("fc", 4)), (1, 5, 4)
+    for kw, seed, batch in (({}, 0, 2), ({"batch": 3, "seed": 7}, 7, 3)):
+        loss = SK.check_paper_config_step(layers, in_shape, 3, 5, **kw)
+        model = SK.SkipCNN(layers, in_shape, 3, seed, 5)
+        gen = torch.Generator().manual_seed(seed)
+        X = torch.rand((batch, *in_shape), generator=gen)
+        y = torch.randint(0, 3, (batch,), generator=gen)
+        with torch.no_grad():
+            assert loss == pytest.approx(float(torch.nn.functional.cross_entropy(model(X)[0], y)), rel=1e-6)
+    with pytest.raises(ValueError, match="^batch must be"):
+        SK.check_paper_config_step(layers, in_shape, 3, 5, batch=0)
+
+
+def test_integer_inputs_and_float_labels_are_refused_by_name():
+    X, y = data(n=20)
+    model = SK.SkipMLP([5, 4, 3], [0], 3, dtype=torch.float64)
+    Xi = (X * 10).long()
+    with pytest.raises(TypeError, match="^z must be a floating-point tensor"):
+        SK.activation(torch.arange(3), "sigmoid")
+    assert SK.activation(torch.zeros(0), "sigmoid").shape == (0,)          # an empty tensor is fine
+    with pytest.raises(TypeError, match=r"^X must be a floating-point tensor, got tensor of shape \(20, 5\)"):
+        SK.accuracy(model, Xi, y, chunk=4)                                 # named with the whole X, not a chunk
+    with pytest.raises(TypeError, match=r"^X must be a floating-point tensor, got tensor of shape \(2, 1, 3, 3\)"):
+        SK.random_shift(torch.zeros(2, 1, 3, 3, dtype=torch.int64), 1, torch.Generator())
+    with pytest.raises(TypeError, match=r"^params\[i\] must be a floating-point tensor"):
+        SK.filter_normalised_direction([torch.zeros(2, 2, dtype=torch.int64)], torch.Generator())
+    for fn in (SK.accuracy, SK.exact_readout, SK.plane_losses):
+        with pytest.raises(TypeError, match=r"^y must be an integer tensor, got tensor of shape \(20,\)"):
+            fn(model, X, y.double())
+        with pytest.raises(ValueError, match=r"^y must be class indices >= 0 and < 3 \(the number of classes\)"):
+            fn(model, X, y + 1)
+
+
+def test_exact_readout_with_a_class_that_no_sample_has():
+    X, y = data(n=6, d=4)
+    y = torch.tensor([0, 1, 0, 1, 1, 0])          # class 2 of 3 never occurs: its target column is 0
+    model = SK.SkipMLP([4, 10, 3], [0], 10, "sigmoid", dtype=torch.float64)
+    assert SK.exact_readout(model, X, y)[0] < 1e-10
+    assert torch.allclose(model(X)[0], torch.nn.functional.one_hot(y, 3).double(), atol=1e-8)
+
+
+def test_random_shift_uses_only_the_given_generator():
+    X = torch.rand(6, 1, 4, 4, generator=torch.Generator().manual_seed(0))
+    state = torch.random.get_rng_state()
+    a = SK.random_shift(X, 2, torch.Generator().manual_seed(3))
+    b = SK.random_shift(X, 2, torch.Generator().manual_seed(3))
+    assert torch.equal(a, b) and torch.equal(state, torch.random.get_rng_state())
+
+
+def test_filter_normalised_direction_draws_in_the_parameters_dtype():
+    for dtype in (torch.float64, torch.float32):
+        p = torch.rand(3, 4, dtype=dtype, generator=torch.Generator().manual_seed(0)) + 0.1
+        d = SK.filter_normalised_direction([p], torch.Generator().manual_seed(5))[0]
+        g = torch.randn((3, 4), generator=torch.Generator().manual_seed(5), dtype=dtype)   # the Gaussian rows
+        assert d.dtype == dtype
+        assert torch.allclose(d, g / g.norm(dim=1, keepdim=True) * p.norm(dim=1, keepdim=True), rtol=1e-5, atol=0)
+
+
+def test_plane_losses_grid_dtype_and_no_warnings():
+    import warnings
+    X, y = data(n=6)
+    for dtype in (torch.float64, torch.float32):
+        model = SK.SkipMLP([5, 3, 3], [0], 2, dtype=dtype)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")                 # e.g. torch.meshgrid without indexing= warns
+            grid, L = SK.plane_losses(model, X.to(dtype), y, span=0.3, resolution=3)
+        assert grid.dtype == (np.float64 if dtype == torch.float64 else np.float32)
+        assert grid[0] == np.asarray(-0.3, dtype=grid.dtype)
+
+
+def test_the_augmentation_gets_the_seeded_generator():
+    X, y = data(n=6)
+    gens = []
+
+    def augment(Xb, gen):
+        gens.append(gen)
+        return SK.random_shift(Xb.reshape(-1, 1, 1, 5), 0, gen).reshape(-1, 5)
+
+    SK.train_sgd(SK.SkipMLP([5, 4, 3], [0], 3, dtype=torch.float64), X, y, 1, 3, 0.1, augment=augment)
+    assert len(gens) == 2 and all(isinstance(g, torch.Generator) for g in gens)
+
+
+def test_skip_cnn_is_seeded_by_its_own_generator_in_its_dtype():
+    layers = (("conv", 4, 3, 1), ("fc", 6))
+    with torch.random.fork_rng():                   # whatever state the global generator is in
+        torch.manual_seed(1)
+        a = SK.SkipCNN(layers, (2, 5, 5), 3, 7, 4, dtype=torch.float64)
+        torch.manual_seed(2)
+        b = SK.SkipCNN(layers, (2, 5, 5), 3, 7, 4, dtype=torch.float64)
+    c = SK.SkipCNN(layers, (2, 5, 5), 3, 8, 4, dtype=torch.float64)
+    for w in (a.layers[0].weight, a.layers[1][1].weight, a.head.weight):
+        assert w.dtype == torch.float64 and bool((w.float().double() != w).any())   # drawn in float64, not float32
+    for wa, wb, wc in zip(a.parameters(), b.parameters(), c.parameters()):
+        assert torch.equal(wa, wb)
+    assert not torch.equal(a.layers[0].weight, c.layers[0].weight) and not torch.equal(a.head.weight, c.head.weight)
+    assert not torch.equal(a.layers[1][1].weight, c.layers[1][1].weight)
+
+
+def test_sigmoid_cnn_forward_and_empty_batches():
+    model = SK.SkipCNN((("conv", 3, 3, 1), ("fc", 4)), (1, 4, 3), 2, 0, 5, dtype=torch.float64)
+    X = torch.rand(2, 1, 4, 3, generator=torch.Generator().manual_seed(0), dtype=torch.float64)
+    c, fc = model.layers[0], model.layers[1][1]
+    h1 = 1 / (1 + torch.exp(-torch.nn.functional.conv2d(X, c.weight, c.bias, padding=1)))
+    h2 = 1 / (1 + torch.exp(-(h1.flatten(1) @ fc.weight.T + fc.bias)))
+    assert torch.allclose(model.hidden(X)[0][0], h1.flatten(1), atol=1e-14)
+    assert torch.allclose(model.hidden(X)[1][0], h2, atol=1e-14)
+    assert model(torch.zeros(0, 1, 4, 3, dtype=torch.float64)).shape == (1, 0, 2)
+    assert SK.SkipMLP([5, 4, 3], [0, 1], 2)(torch.zeros(0, 5)).shape == (2, 0, 3)
+    with pytest.raises(TypeError, match=r"^X must be a floating-point tensor"):
+        model(torch.zeros(2, 1, 4, 3, dtype=torch.int64))
+
+
+def test_skip_cnn_more_errors_name_the_argument():
+    with pytest.raises(ValueError, match="^layers must be a sequence of at least 1"):
+        SK.SkipCNN((), (1, 4, 4), 2, 0, 0)
+    with pytest.raises(ValueError, match="^in_shape must be a sequence of at least 3"):
+        SK.SkipCNN((("fc", 3),), (1, 4), 2, 0, 1)
+    with pytest.raises(TypeError, match="^in_shape must be a list or tuple"):
+        SK.SkipCNN((("fc", 3),), 4, 2, 0, 1)
+    with pytest.raises(ValueError, match="^gamma must be"):
+        SK.SkipCNN((("fc", 3),), (1, 4, 4), 2, 0, 1, "softplus", gamma=0.0)
+
+
+def test_skip_mask_is_a_0_1_matrix_in_the_models_dtype():
+    model = SK.SkipMLP([5, 4, 3], [0, 1], [2, 4], dtype=torch.float64)
+    expected = torch.tensor([[1.0, 1.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0]], dtype=torch.float64)[..., None]
+    assert model.skip_mask.dtype == torch.float64 and torch.equal(model.skip_mask, expected)
