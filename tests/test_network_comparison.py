@@ -401,3 +401,29 @@ def test_bad_input_names_the_argument():
         NC.block_means(np.ones((2, 3)), ["a", "b"])
     with pytest.raises(ValueError, match=r"families must give one label per row of S \(2\)"):
         NC.block_means(np.ones((2, 2)), ["a"])
+
+
+def test_kmeans_keeps_distinct_rows_bit_for_bit():
+    # k equal to the number of distinct rows: the rows themselves, not k-means means of copies of them
+    # (a mean of ten copies of 0.1 is 0.09999999999999999)
+    rows = np.array([[0.1, 0.7, -0.3], [0.3, 0.1, 0.9], [-0.7, 0.2, 0.1]])
+    C = rows[np.arange(30) % 3][None]
+    cen = NC.kmeans_centres(C, 3)[0]
+    assert sorted(map(tuple, cen)) == sorted(map(tuple, rows))
+
+
+def test_shape_checks_see_every_axis():
+    C = np.ones((2, 5, 3))
+    for other in (np.ones((3, 5, 3)), np.ones((2, 5, 4)), np.ones((2, 4, 3))):
+        with pytest.raises(ValueError, match=r"C_a and C_b must agree in axes \[0, 1, 2\]"):
+            NC.msed(C, other)
+        with pytest.raises(ValueError, match=r"C_source and C_target must agree in axes \[0, 1, 2\]"):
+            NC.relative_residual(C, np.ones((2, 3, 3)), other)
+    with pytest.raises(ValueError, match=r"C_a and C_b must agree in axes \[0, 1\]"):
+        NC.mean_cka(C, np.ones((3, 5, 3)))
+    with pytest.raises(ValueError, match=r"C_train and C_test must agree in axes \[0, 2\]"):
+        NC.compress(C, np.ones((3, 5, 3)), 1)
+    with pytest.raises(ValueError, match=r"C_source and C_target must agree in axes \[0, 1, 2\]"):
+        NC.affine_map(C, np.ones((3, 5, 3)))
+    with pytest.raises(ValueError, match=r"got shapes \(2, 5, 3\) and \(3, 5, 3\)"):
+        NC.msed(C, np.ones((3, 5, 3)))
