@@ -550,3 +550,134 @@ def test_channel_prune_fine_tunes_one_epoch_by_default(monkeypatch):
     X, y = torch.rand(12, 1, 8, 8, generator=gen), torch.randint(0, 3, (12,), generator=gen)
     P.channel_prune(P.PrunableCNN(1, 8, channels=2, classes=3, seed=0), X, y, X, y, progress=False)
     assert calls == [(1, 1, {}), (1, 2, {}), (1, 3, {})]  # seed 0: step s fine-tunes with seed 1 + s
+
+
+# ---- the deep-pruning heuristic step by step; gradients against autograd ------------------------------
+
+def test_deep_prune_draws_removals_in_proportion_to_inverse_loss(monkeypatch):
+    # fine-tuning is spied on and the random draw replaced by "take the likeliest": each step must offer,
+    # per run, exactly the removals that kept 100% accuracy, with probabilities (1/loss) / sum(1/loss), and
+    # keep the drawn one (its fine-tuned weights included)
+    fits, draws = [], []
+    real_fit = P.fit_masked
+
+    def spy_fit(model, X, y, epochs, lr=0.025, desc="fine-tune", progress=False):
+        ok, loss = real_fit(model, X, y, epochs, lr, desc, progress)
+        fits.append((model.mask.clone(), model.linear.clone(), ok.clone(), loss.clone(), model.select(range(model.B))))
+        return ok, loss
+
+    class Likeliest:
+        def choice(self, k, p):
+            draws.append((k, np.asarray(p)))
+            return int(np.argmax(p))
+
+    monkeypatch.setattr(P, "fit_masked", spy_fit)
+    monkeypatch.setattr(P.np.random, "default_rng", lambda seed: Likeliest())
+    res = P.deep_prune(2, 3, 2, trainings=1, prunings=2, epochs=400, finetune_epochs=30, seed=0, progress=False,
+                       max_steps=2)
+    assert res["trained_solved"].tolist() == [True] and len(res["runs"]) == 2
+    assert len(fits) == 3 and len(draws) == 4  # training, then 2 steps x 2 runs
+    for step in (1, 2):
+        mask, linear, ok, loss, trial = fits[step]
+        half = trial.B // 2  # both runs are copies of one parent and stay equal: the same candidates
+        assert trial.B == 2 * half
+        for r in range(2):
+            part = slice(r * half, (r + 1) * half)
+            k, p = draws[2 * (step - 1) + r]
+            inv = 1 / np.maximum(loss[part][ok[part]].numpy(), 1e-12)
+            assert k == int(ok[part].sum()) and np.allclose(p, inv / inv.sum())
+            chosen = np.flatnonzero(ok[part].numpy())[int(np.argmax(p))] + r * half
+            if step == 2:  # the final nets are the chosen trials, weights included
+                assert res["runs"][r]["architecture"] == P.architecture(mask[..., chosen], linear[:, chosen], 2)
+                X = torch.tensor(B.cube(2), dtype=torch.float32)
+                assert torch.allclose(torch.tensor(B.network_output(res["runs"][r]["network"], B.cube(2), 0.1)).float(),
+                                      trial.forward(X)[:, chosen], atol=1e-5)
+    assert all(run["steps"] == 2 and run["training"] == 0 for run in res["runs"])
+
+
+def test_deep_prune_runs_stop_when_no_removal_keeps_accuracy(monkeypatch):
+    # fine-tuning that never succeeds: every run stops at its first step, having taken none
+    monkeypatch.setattr(P, "fit_masked", lambda model, X, y, epochs, lr=0.025, desc="", progress=False:
+                        (torch.ones(model.B, dtype=torch.bool) if epochs == 50 else torch.zeros(model.B, dtype=torch.bool),
+                         torch.ones(model.B)))
+    res = P.deep_prune(2, 3, 2, trainings=2, prunings=2, epochs=50, finetune_epochs=5, progress=False)
+    assert [r["steps"] for r in res["runs"]] == [0] * 4 and [r["architecture"] for r in res["runs"]] == [(2, 3, 3, 1)] * 4
+    assert [r["training"] for r in res["runs"]] == [0, 0, 1, 1]
+
+
+def test_deep_prune_takes_several_steps_and_accepts_n_from_1_to_12():
+    res = P.deep_prune(2, 4, 2, trainings=1, prunings=2, epochs=400, finetune_epochs=20, seed=0, max_steps=2,
+                       progress=False)
+    for run in res["runs"]:  # two removals from (8 nodes, 2 layers): two nodes, or a node and a layer
+        assert run["steps"] == 2 and P.architecture_size(run["architecture"]) in ((6, 2), (3, 1), (4, 1))
+    one = P.deep_prune(1, 2, 1, trainings=1, prunings=1, epochs=200, finetune_epochs=10, seed=0, progress=False)
+    assert one["trained_solved"].shape == (1,)
+    big = P.deep_prune(12, 1, 1, trainings=1, prunings=1, epochs=1, finetune_epochs=1, progress=False)
+    assert big["trained_solved"].tolist() == [False] and big["runs"] == []
+
+
+def test_masked_backward_matches_autograd():
+    X = torch.tensor(np.r_[B.cube(2), [[0.5, 0.25], [0.0, 0.0]]], dtype=torch.float64)
+    m = P.MaskedMLP(2, 3, 3, 3, 0.2, seed=4)
+    sizes = [p.numel() for p in m.params]
+    shapes = [p.shape for p in m.params]
+    m.theta = m.theta.double()
+    m.grad = m.grad.double()
+    m.params = [v.view(s) for v, s in zip(m.theta.split(sizes), shapes)]
+    m.mask[1, 2, 0] = 0.0
+    m.linear[0, 1] = True
+    m.linear[2, 2] = True
+    m.params[1].zero_()  # zero first-layer biases: the input (0, 0) puts those units exactly at z = 0
+    theta = m.theta.clone().requires_grad_(True)
+    m.params = [v.view(s) for v, s in zip(theta.split(sizes), shapes)]
+    dout = torch.randn(6, 3, dtype=torch.float64, generator=torch.Generator().manual_seed(0))
+    want = torch.autograd.grad((m.forward(X) * dout).sum(), theta)[0]
+    m.params = [v.view(s) for v, s in zip(m.theta.split(sizes), shapes)]
+    m.grads = [v.view(s) for v, s in zip(m.grad.split(sizes), shapes)]
+    _, zs = m.forward(X, keep=True)
+    m.backward(X, zs, dout)
+    assert torch.allclose(m.grad, want, atol=1e-12)
+    assert len(zs) == 4 and zs[0].shape == (6, 3, 3) and zs[-1].shape == (6, 1, 3)
+
+
+def test_masked_forward_slope_threshold_and_table_cells():
+    # a pre-activation of 0.5 is positive: slope 1, not alpha
+    m = P.MaskedMLP(1, 1, 1, 1, 0.5, seed=0)
+    with torch.no_grad():
+        m.params[0].fill_(1.0)
+        m.params[1].zero_()
+        m.params[2].fill_(1.0)
+        m.params[3].zero_()
+    assert m.forward(torch.tensor([[0.5], [-0.5], [3.0]])).tolist() == [[0.5], [-0.25], [3.0]]
+    assert sorted(dict(P.PrunableCNN(1, 8, channels=2).named_buffers())) == ["channel_mask0", "channel_mask1", "channel_mask2"]
+    # the table runs each cell (n <= width + 1) as wide_pruning_cell would, with its own seed
+    table = P.wide_pruning_table([2], [1, 2, 3], 2, 150, 30, seed_of=lambda w, n: 10 * w + n, alpha=0.2, lr=0.05,
+                                 progress=False)
+    assert list(table) == [(2, 1), (2, 2), (2, 3)]
+    for (w, n), cell in table.items():
+        assert cell == P.wide_pruning_cell(n, w, 2, 150, 30, alpha=0.2, lr=0.05, seed=10 * w + n)
+
+
+def test_channel_prune_ties_go_to_the_first_channel():
+    # a constant classifier (fc weights 0): every removal gives the same loss, so the first live channel of
+    # the first layer that can lose one is removed each time
+    gen = torch.Generator().manual_seed(0)
+    X, y = torch.rand(8, 1, 8, 8, generator=gen), torch.randint(0, 3, (8,), generator=gen)
+    net = P.PrunableCNN(1, 8, channels=3, classes=3, seed=0)
+    with torch.no_grad():
+        net.fc.weight.zero_()
+    hist = P.channel_prune(net, X, y, X, y, finetune_epochs=0, progress=False)
+    assert [h["channels"] for h in hist] == [(3, 3, 3), (2, 3, 3), (1, 3, 3), (1, 2, 3), (1, 1, 3), (1, 1, 2), (1, 1, 1)]
+    work = P.PrunableCNN(1, 8, channels=3, classes=3, seed=0)
+    work.channel_mask0[:2] = 0.0
+    work.channel_mask1[:2] = 0.0
+    work.channel_mask2[:2] = 0.0
+    assert hist[-1]["fraction"] == pytest.approx(work.remaining_weights() / work.total_weights())
+
+
+_P_BAD += [
+    (lambda: P.deep_prune(2, 3, 1, 1.5, 1, 2, 1), r"^trainings must be a positive int, got 1.5$"),
+    (lambda: P.deep_prune(2, 3, 1, 1, 1, 2, 2.0), r"^finetune_epochs must be a positive int, got 2.0$"),
+    (lambda: P.as_images(torch.zeros(2, 64, dtype=torch.long)), r"^X must be a floating-point tensor"),
+    (lambda: P.wide_pruning_table([2], [1], 1, 2, 1, lambda w, n: 0, lr="x"), r"^lr must be"),
+]
