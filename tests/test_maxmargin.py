@@ -627,7 +627,7 @@ def test_train_sgd_one_step_is_a_gradient_step_on_the_mean_logistic_loss():
 
 
 def test_train_sgd_batches_drop_the_remainder_and_shuffle_per_model(monkeypatch):
-    X, y = _tiny_batch(n=7)
+    X, y = _tiny_batch(n=8)
     params = mm.default_init([(4, 3), (1, 4)], 2, seed=1, scale=1.0)
     seen = []
 
@@ -636,11 +636,11 @@ def test_train_sgd_batches_drop_the_remainder_and_shuffle_per_model(monkeypatch)
         return mm.two_layer_forward(p, Xb)
 
     mm.train_sgd(forward, params, X, y, lr=0.1, batch_size=3, epochs=2, seed=5, progress=False)
-    assert [b.shape[1] for b in seen] == [3, 3, 3, 3]  # 7 points: two batches of 3 per epoch, 1 point left out
+    assert [b.shape[1] for b in seen] == [3, 3, 3, 3]  # 8 points: two batches of 3 per epoch, 2 points left out
     # each model draws its own permutation: argsort of uniform numbers, one row per model
     gen = torch.Generator().manual_seed(5)
     for e in range(2):
-        perm = torch.argsort(torch.rand(2, 7, generator=gen), dim=1)
+        perm = torch.argsort(torch.rand(2, 8, generator=gen), dim=1)
         for s in range(2):
             assert torch.equal(torch.cat([seen[2 * e][s], seen[2 * e + 1][s]]), X[s, perm[s, :6]])
 
@@ -787,3 +787,61 @@ def test_train_adam_defaults():
     assert runs[0][0] == runs[1][0] and all(torch.equal(a, b) for a, b in zip(runs[0][1], runs[1][1]))
     net = mm.Table31CNN(image_size=8, seed=1)
     assert mm.train_adam(net, X, y, epochs=1, batch_size=129, progress=False) != runs[0][0]
+
+
+def test_two_layer_report_every_key_by_hand():
+    # positives e1, (1, 0, 1); negatives e2, (0, 1, -1): w_+ = e1, w_- = e2 (the margin constraints w1 >= 1,
+    # w1 + w3 >= 1 resp. w2 >= 1, w2 - w3 >= 1), class means (1, 0, 1/2) and (0, 1, -1/2), gamma* = 1/4
+    X = np.array([[1.0, 0, 0], [1, 0, 1], [0, 1, 0], [0, 1, -1]])
+    y = np.array([1.0, 1, -1, -1])
+    W = np.array([[1.2, 0, 1.6], [0, 1.5, 0], [0.4, 0, 0.3]])  # norms 2, 1.5 and 0.5 (small), rank 3
+    a = np.array([1.0, -2.0, 0.1])
+    wp, wm = mm.pm_max_margin(X, y)
+    assert np.allclose(wp, [1, 0, 0]) and np.allclose(wm, [0, 1, 0])
+    r = mm.two_layer_report(W, a, X, y, X, big=0.3)
+    norms = np.array([2.0, 1.5, 0.5])
+    cos = np.array([0.6, 1.0, 0.8])  # each neuron with w_+ (a > 0) or w_- (a < 0)
+    mp, mn = np.array([1, 0, 0.5]), np.array([0, 1, -0.5])
+    cos_mean = np.array([W[0] @ mp / norms[0] / np.linalg.norm(mp), W[1] @ mn / norms[1] / np.linalg.norm(mn)])
+    theta2 = (W ** 2).sum() + (a ** 2).sum()
+    h = np.maximum(X @ W.T, 0) @ a / theta2
+    f_star = 0.25 * (np.maximum(X @ wp, 0) - np.maximum(X @ wm, 0))
+    sv = np.linalg.svd(W, compute_uv=False)
+    want = {"n_big": 2, "min_corr": 0.6, "median_corr": 0.8, "frac_corr_09": 1 / 3,
+            "median_corr_all": 0.8, "median_corr_mean": cos_mean.mean(),
+            "relF": np.linalg.norm(h - f_star) / np.linalg.norm(f_star), "margin_ratio": (y * h).min() / 0.25,
+            "split": norms[0] ** 2 / norms[1] ** 2, "split_pred": 1.0, "sv_ratio_2": sv[1] / sv[0],
+            "sv_ratio_3": sv[2] / sv[0],
+            # neuron 1's pattern (+, +, 0, -) is the extremal sector sigma_+ = (1, 1, 0, -1); neuron 2's
+            # (0, 0, +, +) misses sigma_- = (0, -1, 1, 1)
+            "pattern_frac": 0.5,
+            "imbalance": max(abs(1 - 4) / 4, abs(4 - 2.25) / 2.25)}
+    for key, value in want.items():
+        assert r[key] == pytest.approx(value, rel=1e-12, abs=1e-15), key
+    assert (r["R_W"], r["R_a"]) == pytest.approx(mm.theorem_residuals(W, a, wp, wm))
+    assert set(r) == set(want) | {"R_W", "R_a"}
+    # a neuron exactly at big * the largest norm is not big (0.5 = 0.25 * 2)
+    assert mm.two_layer_report(W, a, X, y, X, big=0.25)["n_big"] == 2
+    assert mm.two_layer_report(W, a, X, y, X, big=0.2)["n_big"] == 3
+
+
+def test_trainers_name_the_step_and_rate_at_which_the_loss_diverged():
+    # a forward giving NaN: normalised GD checks its log-loss every 100 steps and at the last one, naming
+    # that step's eta; SGD checks every epoch. A custom forward (no unchecked twin) is used as given.
+    X, y = _tiny_batch()
+    h = lambda p, Xb: (torch.relu(Xb @ p[0].transpose(1, 2)) * p[1][:, None]).sum(-1)  # noqa: E731
+    nan_forward = lambda p, Xb: h(p, Xb) * float("nan")  # noqa: E731
+    params = mm.default_init([(4, 3), (1, 4)], 2, seed=0, scale=1.0)
+    with pytest.raises(mm.V.TrainingDivergedError, match=r"^the training log-loss became NaN or infinite by step 100 with lr=0\.2:"):
+        mm.train_normalized_gd(nan_forward, params, X, y, [(0.1, 99), (0.2, 1), (0.3, 150)], progress=False)
+    params = mm.default_init([(4, 3), (1, 4)], 2, seed=0, scale=1.0)
+    with pytest.raises(mm.V.TrainingDivergedError, match=r"by step 7 with lr=0\.5:"):
+        mm.train_normalized_gd(nan_forward, params, X, y, [(0.1, 2), (0.5, 5)], progress=False)
+    params = mm.default_init([(4, 3), (1, 4)], 2, seed=0, scale=1.0)
+    with pytest.raises(mm.V.TrainingDivergedError, match=r"^the training loss became NaN or infinite by step 1 \(epoch\) with lr=0\.1:"):
+        mm.train_sgd(nan_forward, params, X, y, 0.1, 3, 4, 0, progress=False)
+    # a finite custom forward trains like the built-in one
+    ok = [mm.default_init([(4, 3), (1, 4)], 2, seed=0, scale=1.0) for _ in range(2)]
+    mm.train_normalized_gd(h, ok[0], X, y, [(0.1, 3)], progress=False)
+    mm.train_normalized_gd(mm.two_layer_forward, ok[1], X, y, [(0.1, 3)], progress=False)
+    assert all(torch.allclose(a, b) for a, b in zip(*ok))
