@@ -573,7 +573,7 @@ _ME_BAD = [
     (lambda: me.multiexit_objective([torch.zeros(2, 3, 4)] * 2, torch.tensor([[0, 1, 2], [-100] * 3]), 0),
      r"^every model needs at least one labelled point in the batch$"),
     (lambda: me.TemperatureAnnealer(mu=1.0), r"^mu must be a finite number > 0 and < 1, got 1.0$"),
-    (lambda: me.TemperatureAnnealer(mu=0.0), r"^mu must be"),
+    (lambda: me.TemperatureAnnealer(mu=0.0), r"^mu must be a finite number > 0 and < 1, got 0.0$"),
     (lambda: me.TemperatureAnnealer(mult=0.99), r"^mult must be a finite number >= 1, got 0.99$"),
     (lambda: me.TemperatureAnnealer(mult=np.inf), r"^mult must be"),
     (lambda: me.TemperatureAnnealer(n_models=0), r"^n_models must be"),
@@ -727,3 +727,58 @@ def test_cifar100_protocol_on_a_stand_in(monkeypatch):
         if key != "unl":
             assert torch.equal(d[key][1], y_train[idx])
     assert torch.allclose(d["test"][0], (split.X_test - mean) / std, atol=1e-5) and torch.equal(d["test"][1], split.y_test)
+
+
+def test_annealer_strict_threshold_and_integer_flags():
+    # equal logits give a confidence of exactly 1/2: "exceeds mu = 1/2" is false, so tau stays
+    ann = me.TemperatureAnnealer(mu=0.5, mult=2.0, n_models=2, active=[1, 0])
+    assert ann.step(torch.zeros(2, 3, 2)).tolist() == [1.0, 1.0]
+    assert ann.step(torch.tensor([[[5.0, 0.0]], [[5.0, 0.0]]])).tolist() == [2.0, 1.0]  # active given as 0/1
+    assert ann.active.dtype == torch.bool
+
+
+def test_distillation_loss_per_model_weights_and_dtype():
+    z = [torch.stack([a, b]) for a, b in zip(_logits(n=4, seed=5), _logits(n=4, seed=6))]
+    w = torch.tensor([[0.1, 0.2, 0.3, 0.4], [0.25, 0.25, 0.25, 0.25]])
+    got = me.distillation_loss(z, 2.0, weights=w)
+    want = torch.stack([me.distillation_loss([t[s] for t in z], 2.0, weights=w[s]) for s in range(2)])
+    assert got.shape == (2,) and torch.allclose(got, want)
+    with pytest.raises(ValueError, match=r"^weights must be a floating-point tensor of shape \(2, 4\)"):
+        me.distillation_loss(z, 2.0, weights=w[0])
+    one = me.distillation_loss([torch.zeros(3, 4, dtype=torch.float64)], 1.0)  # a single exit: no teacher
+    assert one.dtype == torch.float64 and one.item() == 0.0
+    z64 = [t.double() for t in _logits(M=2, n=3)]
+    assert me.distillation_loss(z64, 1.5).dtype == torch.float64
+
+
+def test_training_anneals_each_step_keeps_constant_taus_and_accepts_single_points():
+    from dataclasses import replace
+
+    # mu tiny: every tempered teacher exceeds it, so the annealed model's tau grows by tau_mult each step
+    cfg = replace(me.CONFIGS.quick, epochs=2, batch_size=4, mu=1e-3, tau_mult=1.5)
+    g = torch.Generator().manual_seed(3)
+    X, y = torch.randn(2, 8, 1, 8, 8, generator=g), torch.randint(0, 10, (2, 8), generator=g)
+    ann = me.train_multiexit(me.MultiExitCNN(seeds=[0, 1]), X, y, [True, True], cfg, const_tau=[2.5, None],
+                             progress=False)
+    assert ann.history()["tau"].tolist() == [[2.5, 1.0], [2.5, 1.5], [2.5, 2.25], [2.5, 3.375]]
+    assert ann.tau.tolist() == [2.5, 1.5 ** 4]
+    # one labelled image per model, one unlabelled
+    ann = me.train_multiexit(me.MultiExitCNN(seeds=[0, 1]), X[:, :1], y[:, :1], False, replace(cfg, epochs=1),
+                             X_unl=X[:, 1:2], progress=False)
+    assert ann.history()["tau"].shape == (1, 2)
+    with pytest.raises(ValueError, match=r"^need X of shape \(2, n, C, H, W\)"):
+        me.train_multiexit(me.MultiExitCNN(seeds=[0, 1]), torch.zeros(2, 8), y, False, cfg, progress=False)
+    model = me.MultiExitCNN(n_classes=2, seeds=[0])
+    assert model(torch.zeros(1, 1, 8, 8))[0].shape == (1, 1, 2)
+
+
+def test_training_names_the_epoch_at_which_the_loss_diverged(monkeypatch):
+    from dataclasses import replace
+
+    orig = me.multiexit_objective
+    monkeypatch.setattr(me, "multiexit_objective", lambda *a, **k: orig(*a, **k) * float("nan"))
+    g = torch.Generator().manual_seed(0)
+    X, y = torch.randn(1, 4, 1, 8, 8, generator=g), torch.randint(0, 10, (1, 4), generator=g)
+    with pytest.raises(me.V.TrainingDivergedError, match=r"^the training loss became NaN or infinite by step 1 \(epoch\) with lr=0\.25:"):
+        me.train_multiexit(me.MultiExitCNN(seeds=[0]), X, y, True, replace(me.CONFIGS.quick, epochs=3, lr=0.25),
+                           progress=False)
