@@ -1100,3 +1100,65 @@ def test_split_sentences_default_length_and_load_imdb_sentences(monkeypatch):
     assert torch.equal(tok, tok2) and vocab2 == vocab
     tok3, vocab3 = mae.load_imdb_sentences(max_len=12, vocab_size=2, max_tokens=3)
     assert vocab3 == [*mae.SPECIALS, "really", "."] and tok3.shape == (5, 4)  # the 10-word sentence is in
+
+
+# ----------------------------------------------------------------------------- model construction edge cases,
+# seeded initialisation, training direction, divergence
+
+def test_finite_mae_index_edge_cases():
+    # a zero-probability input and a size-1 segment are allowed; a column used twice counts twice
+    model = mae.FiniteMAE([0], [0.5, 0.5, 0.0], segments=[3, 1], index=[[0, 3], [1, 3], [2, 4]], hidden=1)
+    z = torch.randn(1, 5)
+    logits = model.dec(z.reshape(1, -1, 1)).reshape(1, 5, 4)
+    assert torch.allclose(model.log_p_all(z), torch.log_softmax(logits[..., :3], -1), atol=1e-6)  # log 1 = 0 added
+    twice = mae.FiniteMAE([0], [0.5, 0.5], index=[[0, 0], [1, 1]], hidden=3)
+    once = mae.FiniteMAE([0], [0.5, 0.5], index=[[0], [1]], hidden=3)
+    assert torch.allclose(twice.log_p_all(z), 2 * once.log_p_all(z), atol=1e-6)
+    # three segments of sizes 2, 3, 2 with nonzero logits: each x scores one column per segment
+    three = mae.FiniteMAE([1], torch.full((2,), 0.5), segments=[2, 3, 2], index=[[0, 4, 5], [1, 2, 6]], hidden=4)
+    logits = three.dec(z.reshape(1, -1, 1)).reshape(1, 5, 7)
+    s = [torch.log_softmax(logits[..., a:b], -1) for a, b in ((0, 2), (2, 5), (5, 7))]
+    want = torch.stack([s[0][..., 0] + s[1][..., 2] + s[2][..., 0], s[0][..., 1] + s[1][..., 0] + s[2][..., 1]], -1)
+    assert torch.allclose(three.log_p_all(z), want, atol=1e-5)
+    assert mae.NormalMAE([0], hidden=1).dec.weights[0].shape == (1, 1, 1)
+
+
+def test_models_are_seeded_per_component():
+    # model seed s: encoder stream 10 s, decoder 10 s + 1, r 10 s + 2 (independent, reproducible)
+    from lib.nets import BatchedMLP
+
+    normal = mae.NormalMAE([3, 4], hidden=5)
+    for net, j in ((normal.enc, 0), (normal.dec, 1)):
+        ref = BatchedMLP([1, 5, 5, 2], seeds=[30 + j, 40 + j])
+        assert all(torch.equal(a, b) for a, b in zip(net.parameters(), ref.parameters())), j
+    ref = BatchedMLP([1, 5, 5, 2], seeds=[32, 42])
+    assert torch.equal(normal.r.weights[0], ref.weights[0]) and torch.equal(normal.r.weights[1], ref.weights[1])
+    finite = mae.FiniteMAE([3], torch.full((2000,), 1 / 2000), hidden=5)
+    ref = BatchedMLP([1, 5, 5, 2000], seeds=[31])
+    assert all(torch.equal(a, b) for a, b in zip(finite.dec.parameters(), ref.parameters()))
+    assert torch.equal(finite.enc_mu[0], 0.1 * torch.randn(2000, generator=torch.Generator().manual_seed(30)))
+    assert finite.enc_mu.std().item() == pytest.approx(0.1, rel=0.1)  # near the prior's mean, as documented
+    assert (finite.enc_logvar == 0).all() and (finite.r_mu == 0).all() and (finite.r_logvar == 0).all()
+
+
+def test_sequence_mae_smallest_sizes_and_list_tokens():
+    model = mae.SequenceMAE([[4, mae.EOS]], 6, latent_dim=1, emb=1, hidden=1, k=1)
+    assert model.tokens.tolist() == [[4, mae.EOS]] and model.latent_dim == 1 and model.k == 1
+    one = mae.SequenceMAE(torch.tensor([[mae.EOS]]), 3, latent_dim=2, emb=2, hidden=2, k=2)
+    assert one.encoder(one.tokens)[0].shape == (1, 2)
+
+
+def test_vae_training_raises_the_exact_elbo():
+    # Algorithm 4.1 without a target is VAE training: a few Adam steps raise the exact ELBO (quadrature)
+    model = mae.FiniteMAE([2], torch.full((4,), 0.25), hidden=8)
+    before = mae.finite_exact(model)["elbo"][0]
+    mae.train_mae(model, [None], steps=40, lr=2e-2, batch=64, seed=1)
+    assert mae.finite_exact(model)["elbo"][0] > before + 0.05
+
+
+def test_train_mae_names_the_step_at_which_the_elbo_diverged(monkeypatch):
+    model = mae.FiniteMAE([0], torch.full((3,), 1 / 3), hidden=4)
+    orig = mae.FiniteMAE.elbo
+    monkeypatch.setattr(mae.FiniteMAE, "elbo", lambda self, B, gen: orig(self, B, gen) * float("nan"))
+    with pytest.raises(mae.V.TrainingDivergedError, match=r"^the training ELBO became NaN or infinite by step 1 with lr=0\.01:"):
+        mae.train_mae(model, [1.0], steps=5, lr=0.01, batch=8, log_every=1)
