@@ -1162,3 +1162,76 @@ def test_train_mae_names_the_step_at_which_the_elbo_diverged(monkeypatch):
     monkeypatch.setattr(mae.FiniteMAE, "elbo", lambda self, B, gen: orig(self, B, gen) * float("nan"))
     with pytest.raises(mae.V.TrainingDivergedError, match=r"^the training ELBO became NaN or infinite by step 1 with lr=0\.01:"):
         mae.train_mae(model, [1.0], steps=5, lr=0.01, batch=8, log_every=1)
+
+
+def test_gaussian_helpers_take_numbers_and_small_grids():
+    assert mae.kl_std_normal(2.0, torch.tensor(0.0)).item() == pytest.approx(2.0)
+    assert mae.gaussian_logpdf(1.0, torch.tensor(0.0), torch.tensor(0.0)).item() == pytest.approx(-0.5 * (math.log(2 * math.pi) + 1))
+    z, log_w = mae.z_grid(5, 0.5)
+    assert z.tolist() == [-0.5, -0.25, 0.0, 0.25, 0.5] and torch.exp(log_w).sum().item() == pytest.approx(1.0)
+
+
+def _unpacked_gauss(x_row, emb, rnn, out):
+    """The Gaussian head of one unpadded sentence, run without packing (a second computation)."""
+    _, (h, _) = rnn(emb(x_row[None]))
+    return out(torch.cat([h[0], h[1]], -1)).chunk(2, -1)
+
+
+def test_sequence_mae_encoder_and_r_by_an_unpacked_pass():
+    model, tok = _small_sequence_model()
+    with torch.no_grad():
+        model.r_out.weight.normal_(0, 0.3)  # r away from its prior start, so that its head is exercised
+        mu, lv = model.encoder(tok[:4])
+        r_mu, r_lv = model._gauss(tok[:4], model.r_emb, model.r_rnn, model.r_out)
+        for i in range(4):
+            L = int((tok[i] != mae.PAD).sum())
+            m, v = _unpacked_gauss(tok[i, :L], model.enc_emb, model.enc_rnn, model.enc_out)
+            assert torch.allclose(mu[i], m[0], atol=1e-5) and torch.allclose(lv[i], v[0], atol=1e-5)
+            m, v = _unpacked_gauss(tok[i, :L], model.r_emb, model.r_rnn, model.r_out)
+            assert torch.allclose(r_mu[i], m[0], atol=1e-5) and torch.allclose(r_lv[i], v[0], atol=1e-5)
+        z = torch.randn(4, 2)
+        want = torch.distributions.Normal(r_mu, torch.exp(0.5 * r_lv)).log_prob(z).sum(-1)
+        assert torch.allclose(model.log_r(z, tok[:4]), want, atol=1e-5)
+        model.enc_out.bias[2:].fill_(100.0)  # log-variances far out of range are clamped
+        model.enc_out.bias[:2].fill_(0.0)
+        model.enc_out.weight.zero_()
+        assert (model.encoder(tok[:2])[1] == mae.LOGVAR_MAX).all()
+        model.enc_out.bias[2:].fill_(-100.0)
+        assert (model.encoder(tok[:2])[1] == mae.LOGVAR_MIN).all()
+
+
+def test_sequence_mae_iwae_bound_by_replaying_the_generator():
+    # elbo(B) draws B sentences, k codes per sentence from q(z|x), and averages log mean_k p(x, z) / q(z|x)
+    model, tok = _small_sequence_model()
+    with torch.no_grad():
+        got = model.elbo(5, torch.Generator().manual_seed(7))
+        gen = torch.Generator().manual_seed(7)
+        x = tok[torch.randint(len(tok), (5,), generator=gen)]
+        mu, lv = model.encoder(x)
+        q = torch.distributions.Normal(mu[:, None], torch.exp(0.5 * lv)[:, None])
+        z = q.loc + q.scale * torch.randn(5, 3, 2, generator=gen)
+        log_px = torch.stack([_stepwise_log_p(model, x, z[:, j]) for j in range(3)], 1)
+        log_w = log_px + torch.distributions.Normal(0.0, 1.0).log_prob(z).sum(-1) - q.log_prob(z).sum(-1)
+        want = (torch.logsumexp(log_w, 1) - math.log(3)).mean()
+    assert got.shape == (1,) and got.item() == pytest.approx(want.item(), abs=1e-4)
+
+
+def test_sequence_mae_mi_gradient_is_reinforce_with_the_batch_mean_baseline():
+    model, _ = _small_sequence_model()
+    with torch.no_grad():
+        model.r_out.weight.normal_(0, 0.3)
+    model.zero_grad()
+    model.expected_log_r(6, torch.Generator().manual_seed(9)).sum().backward()
+    got = [p.grad.clone() for p in model.dec_out.parameters()]
+    r_got = [p.grad.clone() for p in model.r_out.parameters()]
+    # the same samples, and the estimator of (C.19) written out: mean log r + mean (log r - its mean) * score
+    gen = torch.Generator().manual_seed(9)
+    z = torch.randn(6, 2, generator=gen)
+    x = model.sample_x(z, gen)
+    model.zero_grad()
+    log_r = model.log_r(z, x)
+    score = _stepwise_log_p(model, x, z)
+    (log_r.mean() + ((log_r - log_r.mean()).detach() * score).mean()).backward()
+    assert all(torch.allclose(a, p.grad, atol=1e-5) for a, p in zip(got, model.dec_out.parameters()))
+    assert all(torch.allclose(a, p.grad, atol=1e-5) for a, p in zip(r_got, model.r_out.parameters()))
+    assert any(g.abs().sum() > 0 for g in got)
