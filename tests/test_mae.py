@@ -964,6 +964,8 @@ _MAE_BAD = [
     (lambda: mae.decode_tokens([0, 5], ["a", "b", "c"]), r"^row must hold token ids in \[0, 3\) \(the vocabulary's size\), got \[0, 5\]$"),
     (lambda: mae.decode_tokens([-1], ["a", "b", "c"]), r"^row must hold token ids in \[0, 3\)"),
     (lambda: mae.decode_tokens([0], "abc"), r"^vocab must be"),
+    (lambda: mae.decode_tokens([0, 3], ["a", "b", "c"]), r"^row must hold token ids in \[0, 3\) \(the vocabulary's size\), got \[0, 3\]$"),
+    (lambda: mae.decode_tokens([0.5], ["a", "b", "c"]), r"^row must be an array of whole numbers"),
     (lambda: mae.decode_tokens([[0]], ["a"]), r"^row must be"),
     (lambda: mae.SequenceMAE(torch.tensor([[4, 10]]), 10), r"^tokens must be a non-empty \(N, T\) long tensor with ids in \[0, 10\)$"),
     (lambda: mae.SequenceMAE(torch.tensor([[4, -1]]), 10), r"^tokens must be a non-empty \(N, T\) long tensor"),
@@ -1040,7 +1042,7 @@ def test_defaults_of_the_reconstructions():
     rates = mae.reconstruction_rates(model, torch.eye(2))
     assert _same(rates, mae.reconstruction_rates(model, torch.eye(2), Q=24, chunk_size=64, seed=0))
     assert not _same(rates, mae.reconstruction_rates(model, torch.eye(2), Q=23))
-    model.k = 4
+    model.k = 2  # the smallest k that resamples: its draws depend on the seed
     rates = mae.reconstruction_rates(model, torch.eye(2))
     assert _same(rates, mae.reconstruction_rates(model, torch.eye(2), Q=24, seed=0))
     assert not _same(rates, mae.reconstruction_rates(model, torch.eye(2), seed=1))
@@ -1235,3 +1237,57 @@ def test_sequence_mae_mi_gradient_is_reinforce_with_the_batch_mean_baseline():
     assert all(torch.allclose(a, p.grad, atol=1e-5) for a, p in zip(got, model.dec_out.parameters()))
     assert all(torch.allclose(a, p.grad, atol=1e-5) for a, p in zip(r_got, model.r_out.parameters()))
     assert any(g.abs().sum() > 0 for g in got)
+
+
+def test_text_helpers_at_their_smallest():
+    assert mae.split_sentences(["a b. c. d e f!"], max_len=1) == [["c", "."]]
+    assert mae.word_match_matrix(["a b"]).tolist() == [[1.0]]
+    assert mae.encode_sentences([["x", "y"]], ["<pad>"], 1).tolist() == [[mae.UNK, mae.EOS]]
+    assert mae.encode_sentences([["<pad>"]], ["<pad>"], 2).tolist() == [[0, mae.EOS, mae.PAD]]
+    _, q, segs, index = mae.SentenceGrammar().build()
+    assert q.dtype == torch.float64 and index.dtype == torch.int64 and segs[0] == 4
+
+
+def test_elbos_and_joint_samples_by_replaying_the_generator():
+    from torch.distributions import Normal, kl_divergence
+
+    model = mae.NormalMAE([0, 1], hidden=4)
+    with torch.no_grad():
+        got = model.elbo(7, torch.Generator().manual_seed(3))
+        gen = torch.Generator().manual_seed(3)
+        x = torch.randn(2, 7, generator=gen)
+        mu, lv = model.encoder(x)
+        q = Normal(mu, torch.exp(0.5 * lv))
+        z = mu + q.scale * torch.randn(mu.shape, generator=gen)
+        dmu, dlv = model.decoder(z)
+        want = (Normal(dmu, torch.exp(0.5 * dlv)).log_prob(x) - kl_divergence(q, Normal(0.0, 1.0))).mean(1)
+        assert got.shape == (2,) and torch.allclose(got, want, atol=1e-5)
+        gz, gx = model.sample_joint(5, torch.Generator().manual_seed(4))
+        gen = torch.Generator().manual_seed(4)
+        z = torch.randn(2, 5, generator=gen)
+        dmu, dlv = model.decoder(z)
+        assert torch.equal(gz, z) and torch.allclose(gx, dmu + torch.exp(0.5 * dlv) * torch.randn(2, 5, generator=gen))
+        # FiniteMAE, IWAE-2: S = ceil(B / K) draws per input, k = 2 proposals each, x scored by log_p_all
+        fm, *_ = _sharp_finite_model()
+        fm.k = 2
+        with torch.no_grad():
+            fm.enc_mu.copy_(torch.linspace(-1, 1, 10)[None])
+            fm.enc_logvar.fill_(math.log(0.3))
+        got = fm.elbo(15, torch.Generator().manual_seed(5))
+        gen = torch.Generator().manual_seed(5)
+        mu, lv = fm.encoder()
+        qz = Normal(mu[..., None], torch.exp(0.5 * lv)[..., None])
+        z = qz.loc + qz.scale * torch.randn(1, 10, 4, generator=gen)
+        log_px = fm.log_p_all(z).gather(-1, torch.arange(10)[None, :, None, None].expand(1, 10, 4, 1))[..., 0]
+        log_w = (log_px + Normal(0.0, 1.0).log_prob(z) - qz.log_prob(z)).reshape(1, 10, 2, 2)
+        want = ((torch.logsumexp(log_w, -1) - math.log(2)).mean(-1) * fm.q_x).sum(-1)
+        assert torch.allclose(got, want, atol=1e-5)
+
+
+def test_finite_mae_r_loss_does_not_reach_the_model():
+    model = mae.FiniteMAE([0], torch.full((3,), 1 / 3), hidden=4)
+    model.r_loss(16, torch.Generator().manual_seed(0)).backward()
+    assert all(p.grad is None for p in model.dec.parameters()) and model.r_mu.grad is not None
+    model.zero_grad(set_to_none=True)
+    model.expected_log_r(16, torch.Generator().manual_seed(0)).sum().backward()
+    assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in model.dec.parameters())
