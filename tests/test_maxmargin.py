@@ -845,3 +845,46 @@ def test_trainers_name_the_step_and_rate_at_which_the_loss_diverged():
     mm.train_normalized_gd(h, ok[0], X, y, [(0.1, 3)], progress=False)
     mm.train_normalized_gd(mm.two_layer_forward, ok[1], X, y, [(0.1, 3)], progress=False)
     assert all(torch.allclose(a, b) for a, b in zip(*ok))
+
+
+def test_train_adam_inputs_learning_rate_and_epoch_loss(monkeypatch):
+    g = torch.Generator().manual_seed(2)
+    X, y = torch.randn(10, 1, 8, 8, generator=g), torch.where(torch.arange(10) % 3 == 0, 1.0, -1.0)
+    net = mm.Table31CNN(image_size=8, seed=0)
+    with torch.no_grad():
+        init_loss = torch.nn.functional.softplus(-y * net(X)).mean().item()
+    # lists and float64 arrays are converted; with a negligible lr every batch sees the initial weights, so
+    # the epoch loss (batches of 6 and 4, weighted by their sizes) is the initial full-batch loss
+    losses = mm.train_adam(net, X.double().numpy(), y.tolist(), epochs=1, batch_size=6, lr=1e-12, progress=False)
+    assert losses[0] == pytest.approx(init_loss, rel=1e-5)
+    one = mm.train_adam(mm.Table31CNN(image_size=8, seed=0), X[:1], y[:1], epochs=1, progress=False)  # one image
+    assert len(one) == 1
+    # the learning rate is used: lr = 0.05 and the default 1e-3 train different weights
+    nets = [mm.Table31CNN(image_size=8, seed=0) for _ in range(2)]
+    mm.train_adam(nets[0], X, y, epochs=1, progress=False)
+    mm.train_adam(nets[1], X, y, epochs=1, lr=0.05, progress=False)
+    assert not torch.equal(nets[0].layers[7].weight, nets[1].layers[7].weight)
+    # a NaN output stops training, naming the epoch and the learning rate
+    bad = mm.Table31CNN(image_size=8, seed=0)
+    monkeypatch.setattr(bad, "forward", lambda Xb: mm.Table31CNN.forward(bad, Xb) * float("nan"))
+    with pytest.raises(mm.V.TrainingDivergedError, match=r"^the training loss became NaN or infinite by step 1 \(epoch\) with lr=0\.002:"):
+        mm.train_adam(bad, X, y, epochs=3, lr=0.002, progress=False)
+
+
+def test_theorem_residuals_neuron_with_zero_output_weight():
+    # a = 0 belongs to neither group: u = z = 0, so its whole (normalised) row is residual
+    W, a = np.array([[1.0, 0.0], [0.0, 1.0]]), np.array([0.0, -1.0])
+    R_W, R_a = mm.theorem_residuals(W, a, np.array([1.0, 0.0]), np.array([0.0, 1.0]))
+    assert R_W == pytest.approx(1 / np.sqrt(2)) and R_a == pytest.approx(1 - 1 / np.sqrt(2))
+
+
+def test_smallest_data_and_images_and_the_z_filter():
+    X, y = mm.orthogonally_separable_gaussian(2, 2, seed=1)
+    assert X.shape == (2, 2) and set(y) == {-1.0, 1.0} and mm.is_orthogonally_separable(X, y)
+    X, y = mm.orthogonally_separable_gaussian(500, 20, seed=0)
+    z = np.where(np.arange(20) % 2 == 0, 1.0, -1.0)
+    assert ((X @ z >= 0) & (X @ z < 1)).sum() > 10  # the filter is x.z >= 0, not a margin
+    assert mm.Table31CNN(image_size=4).layers[6].in_features == 64  # 4 -> 2 -> 1
+    # a = 0 counts with the negative neurons in "respective" mode (a > 0 selects w_+)
+    cos = mm.neuron_alignment([[1.0, 0.0]], [0.0], [1.0, 0.0], [0.0, 1.0])
+    assert cos.tolist() == [0.0]
