@@ -782,3 +782,13 @@ def test_training_names_the_epoch_at_which_the_loss_diverged(monkeypatch):
     with pytest.raises(me.V.TrainingDivergedError, match=r"^the training loss became NaN or infinite by step 1 \(epoch\) with lr=0\.25:"):
         me.train_multiexit(me.MultiExitCNN(seeds=[0]), X, y, True, replace(me.CONFIGS.quick, epochs=3, lr=0.25),
                            progress=False)
+
+
+def test_digits_protocol_boundaries():
+    from sklearn.datasets import load_digits
+
+    d = me.digits_protocol(10, 1, seed=0, pool_per_class=10)  # one validation image, the whole pool labelled
+    assert d["val"][0].shape == (10, 1, 8, 8) and d["train"][0].shape == (90, 1, 8, 8) and d["unl"].shape == (0, 1, 8, 8)
+    smallest = int(np.bincount(load_digits().target).min())
+    d = me.digits_protocol(3, 1, seed=0, pool_per_class=smallest)  # the largest pool every class can fill
+    assert d["unl"].shape[0] == 10 * (smallest - 3) and len(d["test"][1]) == len(load_digits().target) - 10 * smallest
