@@ -681,3 +681,18 @@ _P_BAD += [
     (lambda: P.as_images(torch.zeros(2, 64, dtype=torch.long)), r"^X must be a floating-point tensor"),
     (lambda: P.wide_pruning_table([2], [1], 1, 2, 1, lambda w, n: 0, lr="x"), r"^lr must be"),
 ]
+
+
+def test_magnitude_prune_returns_an_independent_copy_and_prunes_single_weights():
+    net = P.PrunableCNN(1, 8, channels=2, classes=3, seed=4)
+    n = net.total_weights()
+    one = P.magnitude_prune(net, 1 / n)  # round(fraction * n) = 1: exactly the smallest weight goes
+    assert sum(int(m.sum()) for m in one.weight_masks) == n - 1
+    before = net.fc.weight.detach().clone()
+    P.train_cnn(one, torch.rand(4, 1, 8, 8), torch.tensor([0, 1, 2, 0]), 1, lr=0.5)
+    assert torch.equal(net.fc.weight, before) and not torch.equal(one.fc.weight, before)
+
+
+def test_wide_pruning_cell_accepts_twelve_bit_parity():
+    cell = P.wide_pruning_cell(12, 1, parents=1, epochs=1, finetune_epochs=1)
+    assert cell["parents"] == 1 and cell["solved_parents"] == len(cell["per_parent"]) == 0
