@@ -422,3 +422,141 @@ def test_gradient_covariance_linear_net_rank_one():
 def test_bad_input(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+# ---------------------------------------------------------------------------------------------- edge cases (mutation testing)
+def test_standardise_small_std_and_records_without_a_name():
+    from types import SimpleNamespace
+    g = torch.Generator().manual_seed(0)
+    X = 0.3 * torch.randn(30, 64, generator=g) + 2.0
+    y = torch.arange(30) % 10
+    s = I.standardise(SimpleNamespace(X_train=X, y_train=y, X_test=X[:5], y_test=y[:5]))
+    assert s.name == "" and torch.equal(s.y_train, y) and torch.equal(s.y_test, y[:5])
+    torch.testing.assert_close(s.X_train, (X - X.mean()) / X.std())
+    flat = DataSplit(torch.ones(20, 64), torch.arange(20) % 10, torch.ones(3, 64), torch.arange(3), "x")
+    with pytest.raises(ValueError, match=r"^split\.X_train must not be constant"):
+        I.standardise(flat)
+
+
+def test_closest_triple_three_rows_and_ties():
+    X = np.array([[0.0, 0.0], [3.0, 0.0], [0.0, 4.0]])
+    assert sorted(I.closest_triple(X)) == [0, 1, 2]
+    assert list(I.closest_triple(X)) == [0, 1, 2]
+    # a lattice: many equal distances; ties go to the lowest row, as in the brute force (stable sort)
+    L = np.array([[i, j] for i in range(6) for j in range(6)], float)
+    assert list(I.closest_triple(L)) == brute_closest_triple(L) == [0, 1, 6]
+    Y = np.random.default_rng(5).integers(0, 4, size=(40, 2)).astype(float)   # repeated points: an unstable sort
+    assert list(I.closest_triple(Y)) == brute_closest_triple(Y) == [1, 9, 14]   # would order 9 and 14 differently
+    with pytest.raises(ValueError, match=r"^X must have at least 3 rows, got 2"):
+        I.closest_triple(np.zeros((2, 5)))
+
+
+def test_region_labels_bool_keys_equal_float_keys():
+    rng = np.random.default_rng(0)
+    p = 8
+    B = rng.integers(0, 2, size=(p * p, 11)).astype(bool)
+    B[:, 3:] = False                                     # few distinct patterns: real regions
+    got = I.region_labels(B, p)
+    np.testing.assert_array_equal(got, I.region_labels(B.astype(float), p))
+    assert got.max() + 1 == scipy_count(B.astype(float), p)
+
+
+def test_region_labels_tolerance_with_many_columns():
+    p = 5
+    rng = np.random.default_rng(1)
+    base = np.repeat([[1.0, -0.5, 0.2, 0.0], [1.5, -0.5, 0.2, 0.3]], [10, 15], axis=0)  # two row bands, 4 coefficients
+    noisy = base + 1e-13 * rng.normal(size=base.shape)
+    assert I.region_labels(noisy, p, tol=1e-9).max() + 1 == 2
+    assert I.region_labels(noisy, p, tol=1.0).max() + 1 == 1   # the bands differ by 0.5 <= 1.0 * max |key| = 1.5
+    assert I.region_labels(np.zeros((9, 0)), 3, tol=1e-9).max() == 0
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: I.region_labels(np.zeros((8, 1)), 3), r"^keys must"),
+    (lambda: I.region_labels(np.zeros((9, 1)), 0), r"^p must"),
+    (lambda: I.region_labels(np.zeros((9, 1)), 3, tol=-1), r"^tol must"),
+    (lambda: I.gradient_covariance(np.zeros((3, 4))), r"^J must"),
+    (lambda: I.closest_triple(np.zeros(4)), r"^X must"),
+])
+def test_error_messages_name_the_argument(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def _split_with(**changes):
+    from dataclasses import replace
+    return replace(small_split(), **changes)
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: I.make_net("resnet18"), r"^arch must be one of"),
+    (lambda: I.local_coefficients("abc", np.zeros((2, 64))), r"^net must be a torch\.nn\.Module, got str 'abc'"),
+    (lambda: I.train_net(I.make_net("linear"), "abc"), r"^split must be a lib\.data\.DataSplit .*got str 'abc'"),
+    (lambda: I.train_net(I.make_net("linear"), _split_with(X_train=torch.zeros(40, 63))), r"^split\.X_train must"),
+    (lambda: I.train_net(I.make_net("linear"), _split_with(X_train=torch.zeros(40, 64, dtype=torch.int64))),
+     r"^split\.X_train must be a floating"),
+    (lambda: I.train_net(I.make_net("linear"), _split_with(y_train=torch.arange(40) % 11)), r"^split\.y_train must"),
+    (lambda: I.train_net(I.make_net("linear"), _split_with(y_train=torch.arange(39) % 10)), r"^split\.y_train must"),
+    (lambda: I.train_net(I.make_net("linear"), small_split(), "adam"), r"^optimiser must be one of"),
+    (lambda: I.train_net(I.make_net("linear"), small_split(), epochs=0), r"^epochs must"),
+    (lambda: I.train_net(I.make_net("linear"), small_split(), batch_size=0), r"^batch_size must"),
+    (lambda: I.zoo_names(()), r"^archs must"),
+    (lambda: I.zoo_names(3), r"^archs must"),
+    (lambda: I.zoo_names(("resnet",)), r"^archs entry must"),
+    (lambda: I.zoo_names(copies=0), r"^copies must"),
+    (lambda: I.train_zoo(small_split(), epochs=0), r"^epochs must"),
+    (lambda: I.local_coefficients(I.make_net("linear"), np.zeros((2, 63))), r"^X must"),
+    (lambda: I.local_coefficients(I.make_net("linear"), np.zeros((2, 64)), chunk=0), r"^chunk must"),
+    (lambda: I.accuracy(I.make_net("linear"), np.zeros((3, 63)), np.zeros(3)), r"^X must"),
+    (lambda: I.accuracy(I.make_net("linear"), np.zeros((3, 64)), None), r"^y must"),
+    (lambda: I.accuracy(I.make_net("linear"), np.zeros((3, 64)), np.zeros((1, 1, 3))), r"^y must"),
+    (lambda: I.activation_pattern(I.make_net("linear"), np.zeros((2, 63))), r"^X must"),
+    (lambda: I.plane_through(np.zeros((2, 2)), np.ones(4), np.ones(4)), r"^A must"),
+    (lambda: I.plane_through(np.zeros(4), np.ones(3), np.ones(4)), r"^B must"),
+    (lambda: I.plane_through(np.zeros(4), np.ones(4), np.ones(3)), r"^C must"),
+    (lambda: I.plane_through(np.ones(3), np.ones(3), np.zeros(3)), r"^A and B must differ \(u1 = B - A is zero\)"),
+    (lambda: I.plane_through(np.zeros(3), np.ones(3), 2 * np.ones(3)), r"^A, B and C must not be collinear"),
+    # nearly collinear at a large scale: |u2| = 1e-9 <= 1e-12 |u1| = 1e-6
+    (lambda: I.plane_through(np.zeros(3), np.array([1e6, 0, 0]), np.array([5e5, 1e-9, 0])), r"collinear"),
+    (lambda: I.plane_points(np.zeros((2, 2)), np.ones(4), np.ones(4), np.ones((1, 2))), r"^origin must"),
+    (lambda: I.plane_points(np.zeros(4), np.ones(3), np.ones(4), np.ones((1, 2))), r"^e1 must"),
+    (lambda: I.plane_points(np.zeros(4), np.ones(4), np.ones(3), np.ones((1, 2))), r"^e2 must"),
+    (lambda: I.plane_points(np.zeros(4), np.ones(4), np.ones(4), np.ones((3, 3))), r"^coords must"),
+    (lambda: I.dense_plane_params(I.make_net("dense"), np.zeros(63), np.ones(64), np.ones(64)), r"^origin must"),
+    (lambda: I.dense_plane_params(I.make_net("dense"), np.zeros(64), np.ones(63), np.ones(64)), r"^e1 must"),
+    (lambda: I.dense_plane_params(I.make_net("dense"), np.zeros(64), np.ones(64), np.ones(63)), r"^e2 must"),
+    (lambda: I.dense_plane_params(torch.nn.Sequential(torch.nn.Linear(64, 5), torch.nn.Tanh(), torch.nn.Linear(5, 10)),
+                                  np.zeros(64), np.ones(64), np.ones(64)), r"^net must be a 'dense' net"),
+    (lambda: I.dense_plane_params(torch.nn.Sequential(torch.nn.Linear(63, 5), torch.nn.ReLU(), torch.nn.Linear(5, 10)),
+                                  np.zeros(64), np.ones(64), np.ones(64)), r"^net must be a 'dense' net"),
+])
+def test_bad_input_messages_start_with_the_argument(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_documented_defaults():
+    """The thesis' protocol is the default (§6.1): 15 epochs, batch 32, two copies; seed 0."""
+    import inspect
+    sig = lambda f: {k: p.default for k, p in inspect.signature(f).parameters.items()}  # noqa: E731
+    assert sig(I.train_net)["epochs"] == 15 and sig(I.train_net)["batch_size"] == 32 and sig(I.train_net)["seed"] == 0
+    assert sig(I.train_zoo)["epochs"] == 15 and sig(I.train_zoo)["copies"] == 2 and sig(I.train_zoo)["seed"] == 0
+    a, b = I.make_net("dense"), I.make_net("dense", 0)
+    assert all(torch.equal(p, q) for p, q in zip(a.parameters(), b.parameters()))
+    split = small_split(40)
+    a = I.train_net(I.make_net("linear", 3), split, "adamw", epochs=1, progress=False)
+    b = I.train_net(I.make_net("linear", 3), split, "adamw", epochs=1, seed=0, progress=False)
+    assert torch.equal(a[0].weight, b[0].weight)
+
+
+@pytest.mark.parametrize("optimiser, lr", [("sgd", "0.01"), ("adamw", "0.001")])
+def test_divergence_names_the_learning_rate(optimiser, lr):
+    from lib.validate import TrainingDivergedError
+    split = _split_with(X_train=torch.full((40, 64), 3e38))
+    with pytest.raises(TrainingDivergedError, match=rf"lr={lr}\b"):
+        I.train_net(I.make_net("linear"), split, optimiser, epochs=1, progress=False)
+
+
+def test_activation_pattern_of_a_net_without_units_is_an_empty_bool_array():
+    P = I.activation_pattern(I.make_net("linear"), np.zeros((3, 64)))
+    assert P.shape == (3, 0) and P.dtype == bool
