@@ -427,3 +427,126 @@ def test_shape_checks_see_every_axis():
         NC.affine_map(C, np.ones((3, 5, 3)))
     with pytest.raises(ValueError, match=r"got shapes \(2, 5, 3\) and \(3, 5, 3\)"):
         NC.msed(C, np.ones((3, 5, 3)))
+
+
+# --- argument names and dimensions in the messages (each argument's own check, anchored) ---------------
+
+_C = np.ones((2, 5, 3))
+_BAD_ARGS = [  # (call, the argument that is wrong, what its message must say)
+    (lambda: NC.coefficient_matrices(np.ones((5, 2)), np.ones((5, 2))), "J", "an array with 3 dimensions"),
+    (lambda: NC.coefficient_matrices(np.ones((5, 2, 2)), np.ones(5)), "y", "an array with 2 dimensions"),
+    (lambda: NC.affine_outputs(np.ones(3), np.ones((5, 2))), "C", "an array with 3 dimensions"),
+    (lambda: NC.affine_outputs(_C, np.ones(10)), "X", "an array with 2 dimensions"),
+    (lambda: NC.predict(np.ones(3)), "outputs", "an array with 2 dimensions"),
+    (lambda: NC.accuracy(np.ones(3), [0, 1, 1]), "outputs", "an array with 2 dimensions"),
+    (lambda: NC.accuracy(np.ones((3, 2)), [0, 5, 1]), "labels", "class indices >= 0 and < 2"),
+    (lambda: NC.accuracy(np.ones((3, 2)), np.ones((1, 3))), "labels", "an array with 1 dimensions"),
+    (lambda: NC.kmeans_centres(np.ones(3), 1), "C", "an array with 3 dimensions"),
+    (lambda: NC.kmeans_centres(_C, 1, n_init=0), "n_init", "an int >= 1"),
+    (lambda: NC.kmeans_centres(_C, 1, standardize="x"), "standardize", "a bool"),
+    (lambda: NC.compress(np.ones(3), _C, 1), "C_train", "an array with 3 dimensions"),
+    (lambda: NC.compress(_C, np.ones(3), 1), "C_test", "an array with 3 dimensions"),
+    (lambda: NC.affine_map(np.ones(3), _C), "C_source", "an array with 3 dimensions"),
+    (lambda: NC.affine_map(_C, np.ones((5, 3))), "C_target", "an array with 3 or 4 dimensions"),
+    (lambda: NC.affine_map(_C, _C, rcond=0.0), "rcond", "a finite number > 0"),
+    (lambda: NC.relative_residual(np.ones(3), np.ones((2, 3, 3)), _C), "C_source", "an array with 3 dimensions"),
+    (lambda: NC.relative_residual(_C, np.ones((2, 3, 3)), np.ones(3)), "C_target", "an array with 3 dimensions"),
+    (lambda: NC.msed(np.ones(3), _C), "C_a", "an array with 3 dimensions"),
+    (lambda: NC.msed(_C, np.ones(3)), "C_b", "an array with 3 dimensions"),
+    (lambda: NC.linear_cka(np.ones(3), np.ones((3, 2))), "X", "an array with 2 dimensions"),
+    (lambda: NC.linear_cka(np.ones((3, 2)), np.ones(3)), "Y", "an array with 2 dimensions"),
+    (lambda: NC.linear_cka(np.ones((3, 2)), np.ones((3, 2)), tol=-1.0), "tol", ">= 0"),
+    (lambda: NC.mean_cka(np.ones(3), _C), "C_a", "an array with 3 dimensions"),
+    (lambda: NC.mean_cka(_C, np.ones(3)), "C_b", "an array with 3 dimensions"),
+    (lambda: NC.cross_entropy(np.ones(3), np.ones((3, 2))), "logits_p", "an array with 2 dimensions"),
+    (lambda: NC.cross_entropy(np.ones((3, 2)), np.ones(3)), "logits_q", "an array with 2 dimensions"),
+    (lambda: NC.similarity_matrix([], lambda a, b: 0.0), "items", "a sequence of at least 1"),
+    (lambda: NC.similarity_matrix([1.0], 3), "metric", "callable"),
+    (lambda: NC.block_means(np.ones(3), ["a"]), "S", "an array with 2 dimensions"),
+    (lambda: NC.block_means(np.eye(2), ["a", "b"], skip_nan="x"), "skip_nan", "a bool"),
+    (lambda: NC.block_means(np.eye(2), 3), "families", "a list or tuple"),
+]
+
+
+@pytest.mark.parametrize("call, arg, what", _BAD_ARGS, ids=[f"{i}-{a}" for i, (_, a, _) in enumerate(_BAD_ARGS)])
+def test_each_argument_is_named_in_its_error(call, arg, what):
+    with pytest.raises(ValueError) as err:
+        call()
+    msg = str(err.value)
+    assert msg.startswith(f"{arg} must be") and what in msg, msg
+
+
+def test_messages_in_full():
+    with pytest.raises(ValueError, match=r"C_a has largest entry 0: the normaliser a = max C of eq\. 7\.5 is 0, so MSED is undefined$"):
+        NC.msed(-np.ones((1, 2, 2)) + np.eye(2)[None], np.ones((1, 2, 2)))
+    with pytest.raises(ValueError, match=r"^C_target must not be all zeros \(the residual is relative to its norm\)$"):
+        NC.relative_residual(_C, np.ones((2, 3, 3)), 0 * _C)
+    with pytest.raises(ValueError, match=r"^y must have shape \(N, o\) = \(5, 2\) to match J, got \(5, 3\)$"):
+        NC.coefficient_matrices(np.ones((5, 2, 4)), np.ones((5, 3)))
+    with pytest.raises(ValueError, match=r"got array of shape \(2, 2\) and dtype float64$"):
+        NC.block_means(np.array([[1.0, np.inf], [1.0, 1.0]]), ["a", "b"])
+
+
+# --- behaviour details that the value tests above do not reach -----------------------------------------
+
+def test_standardize_uses_the_spread_of_every_column():
+    # both columns spread less than 1: standardising still rescales them (column 1 dominates raw distances)
+    rng = np.random.default_rng(21)
+    n = 400
+    col0 = 0.1 * np.where(np.arange(n) % 2 == 0, -1.0, 1.0) + 0.001 * rng.normal(size=n)
+    col1 = 0.9 * rng.uniform(-1, 1, n)
+    C = np.c_[col0, col1][None]
+    raw = NC.kmeans_centres(C, 2, n_init=5)[0]
+    std = NC.kmeans_centres(C, 2, n_init=5, standardize=True)[0]
+    assert abs(raw[0, 1] - raw[1, 1]) > 0.5 and abs(std[0, 0] - std[1, 0]) > 0.19
+
+
+def test_more_outputs_than_rows():
+    C = np.random.default_rng(22).normal(size=(4, 2, 3))        # 4 outputs, 2 sampled inputs
+    assert [c.shape for c in NC.kmeans_centres(C, 1)] == [(1, 3)] * 4
+    assert NC.compress(C, C, 2).shape == (4, 2, 3)
+
+
+def test_log_softmax_is_stable_per_row():
+    # rows of very different size: a shift by the global maximum would underflow the second row
+    P = np.array([[1000.0, 0.0], [0.0, 1.0]])
+    ref = -np.mean([(softmax(r) * log_softmax(r)).sum() for r in P])
+    assert NC.cross_entropy(P, P) == pytest.approx(ref, rel=1e-12)
+
+
+def test_predict_returns_integer_classes():
+    assert NC.predict(np.array([[0.5], [-1.0]])).dtype == np.int64
+    assert NC.predict(np.array([[0.5, 1.0], [-1.0, 2.0]])).dtype.kind == "i"
+
+
+def test_one_target_with_a_leading_axis():
+    rng = np.random.default_rng(23)
+    C1, C2 = rng.normal(size=(2, 20, 3)), rng.normal(size=(2, 20, 3))
+    assert np.allclose(NC.affine_map(C1, C2[None])[0], NC.affine_map(C1, C2), atol=1e-12)
+
+
+def test_block_means_without_finite_entries_warns_nothing():
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        w, a = NC.block_means(np.full((2, 2), np.nan), ["a", "a"], skip_nan=True)
+    assert np.isnan(w) and np.isnan(a)
+
+
+def _cost(C, cen):
+    return sum(((C[j][:, None, :] - cen[j][None]) ** 2).sum(-1).min(1).sum() for j in range(len(cen)))
+
+
+def test_kmeans_defaults_and_restarts():
+    C = np.random.default_rng(26).normal(size=(2, 300, 4))
+    Ct = np.random.default_rng(25).normal(size=(2, 40, 4))
+    default = NC.kmeans_centres(C, 8)
+    explicit = NC.kmeans_centres(C, 8, seed=0, n_init=1)
+    assert all(np.array_equal(a, b) for a, b in zip(default, explicit))
+    assert not all(np.array_equal(a, b) for a, b in zip(default, NC.kmeans_centres(C, 8, seed=1)))
+    assert not all(np.array_equal(a, b) for a, b in zip(default, NC.kmeans_centres(C, 8, n_init=2)))
+    assert np.array_equal(NC.compress(C, Ct, 8), NC.compress(C, Ct, 8, seed=0, n_init=1))
+    assert not np.array_equal(NC.compress(C, Ct, 8), NC.compress(C, Ct, 8, seed=1))
+    assert not np.array_equal(NC.compress(C, Ct, 8), NC.compress(C, Ct, 8, n_init=2))
+    # more restarts never do worse (the best of n_init runs) and here do better
+    assert _cost(C, NC.kmeans_centres(C, 8, n_init=6)) < _cost(C, NC.kmeans_centres(C, 8, n_init=1)) - 1e-9
