@@ -726,6 +726,9 @@ def test_integer_inputs_and_float_labels_are_refused_by_name():
         SK.random_shift(torch.zeros(2, 1, 3, 3, dtype=torch.int64), 1, torch.Generator())
     with pytest.raises(TypeError, match=r"^params\[i\] must be a floating-point tensor"):
         SK.filter_normalised_direction([torch.zeros(2, 2, dtype=torch.int64)], torch.Generator())
+    for fn in (SK.psi_ranks, lambda m, X: SK.exact_readout(m, X, y), lambda m, X: SK.plane_losses(m, X, y)):
+        with pytest.raises(TypeError, match=r"^X must be a floating-point tensor, got tensor of shape \(0, 5\)"):
+            fn(model, Xi[:0])                              # the dtype is refused before the emptiness
     for fn in (SK.accuracy, SK.exact_readout, SK.plane_losses):
         with pytest.raises(TypeError, match=r"^y must be an integer tensor, got tensor of shape \(20,\)"):
             fn(model, X, y.double())
@@ -755,7 +758,8 @@ def test_filter_normalised_direction_draws_in_the_parameters_dtype():
         d = SK.filter_normalised_direction([p], torch.Generator().manual_seed(5))[0]
         g = torch.randn((3, 4), generator=torch.Generator().manual_seed(5), dtype=dtype)   # the Gaussian rows
         assert d.dtype == dtype
-        assert torch.allclose(d, g / g.norm(dim=1, keepdim=True) * p.norm(dim=1, keepdim=True), rtol=1e-5, atol=0)
+        rtol = 1e-12 if dtype == torch.float64 else 1e-5                                   # float64 draws, not float32 ones
+        assert torch.allclose(d, g / g.norm(dim=1, keepdim=True) * p.norm(dim=1, keepdim=True), rtol=rtol, atol=0)
 
 
 def test_plane_losses_grid_dtype_and_no_warnings():
@@ -763,9 +767,14 @@ def test_plane_losses_grid_dtype_and_no_warnings():
     X, y = data(n=6)
     for dtype in (torch.float64, torch.float32):
         model = SK.SkipMLP([5, 3, 3], [0], 2, dtype=dtype)
-        with warnings.catch_warnings():
-            warnings.simplefilter("error")                 # e.g. torch.meshgrid without indexing= warns
-            grid, L = SK.plane_losses(model, X.to(dtype), y, span=0.3, resolution=3)
+        warn_always = torch.is_warn_always_enabled()
+        try:
+            torch.set_warn_always(True)                    # torch's warn-once warnings too, whatever ran before
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")             # e.g. torch.meshgrid without indexing= warns
+                grid, L = SK.plane_losses(model, X.to(dtype), y, span=0.3, resolution=3)
+        finally:
+            torch.set_warn_always(warn_always)
         assert grid.dtype == (np.float64 if dtype == torch.float64 else np.float32)
         assert grid[0] == np.asarray(-0.3, dtype=grid.dtype)
 
