@@ -1282,6 +1282,14 @@ def test_elbos_and_joint_samples_by_replaying_the_generator():
         log_w = (log_px + Normal(0.0, 1.0).log_prob(z) - qz.log_prob(z)).reshape(1, 10, 2, 2)
         want = ((torch.logsumexp(log_w, -1) - math.log(2)).mean(-1) * fm.q_x).sum(-1)
         assert torch.allclose(got, want, atol=1e-5)
+        # a batch smaller than K still draws one code per input (S = 1)
+        got = fm.elbo(5, torch.Generator().manual_seed(6))
+        gen = torch.Generator().manual_seed(6)
+        z = qz.loc + qz.scale * torch.randn(1, 10, 2, generator=gen)
+        log_px = fm.log_p_all(z).gather(-1, torch.arange(10)[None, :, None, None].expand(1, 10, 2, 1))[..., 0]
+        log_w = log_px + Normal(0.0, 1.0).log_prob(z) - qz.log_prob(z)
+        want = ((torch.logsumexp(log_w, -1) - math.log(2)) * fm.q_x).sum(-1)
+        assert torch.allclose(got, want, atol=1e-5)
 
 
 def test_finite_mae_r_loss_does_not_reach_the_model():
