@@ -560,3 +560,21 @@ def test_divergence_names_the_learning_rate(optimiser, lr):
 def test_activation_pattern_of_a_net_without_units_is_an_empty_bool_array():
     P = I.activation_pattern(I.make_net("linear"), np.zeros((3, 64)))
     assert P.shape == (3, 0) and P.dtype == bool
+
+
+def test_default_protocol_is_used_when_arguments_are_left_out():
+    """Calling without epochs / seed / copies gives exactly the explicit thesis protocol (15 epochs, seed 0, 2 copies)."""
+    split = small_split(40)
+    a = I.train_net(I.make_net("linear", 1), split, "sgd", progress=False)
+    b = I.train_net(I.make_net("linear", 1), split, "sgd", epochs=15, seed=0, progress=False)
+    assert torch.equal(a[0].weight, b[0].weight)
+    za = I.train_zoo(split, archs=("linear", "dense"), progress=False)
+    zb = I.train_zoo(split, epochs=15, seed=0, archs=("linear", "dense"), copies=2, progress=False)
+    assert list(za) == list(zb) and len(za) == 6
+    assert all(torch.equal(p, q) for n in za for p, q in zip(za[n].parameters(), zb[n].parameters()))
+
+
+def test_region_labels_tolerance_one_keeps_keys_further_apart_than_the_largest_key():
+    keys = np.repeat([[-1.0], [1.0]], [6, 10], axis=0)   # 4 x 4 grid: two bands 2 apart, largest |key| 1
+    assert I.region_labels(keys, 4, tol=1.0).max() + 1 == 2
+    assert I.region_labels(keys, 4, tol=2.0).max() + 1 == 1
