@@ -836,3 +836,9 @@ def test_skip_mask_is_a_0_1_matrix_in_the_models_dtype():
     model = SK.SkipMLP([5, 4, 3], [0, 1], [2, 4], dtype=torch.float64)
     expected = torch.tensor([[1.0, 1.0, 0.0, 0.0], [1.0, 1.0, 1.0, 1.0]], dtype=torch.float64)[..., None]
     assert model.skip_mask.dtype == torch.float64 and torch.equal(model.skip_mask, expected)
+
+
+def test_psi_ranks_refuses_an_integer_X_for_its_dtype_before_its_emptiness():
+    model = SK.SkipMLP([5, 4, 3], [0], 3, dtype=torch.float64)
+    with pytest.raises(TypeError, match=r"^X must be a floating-point tensor, got tensor of shape \(0, 5\)"):
+        SK.psi_ranks(model, torch.zeros(0, 5, dtype=torch.int64))
