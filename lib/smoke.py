@@ -47,6 +47,9 @@ SMOKE_OVERRIDES: dict = {
     "local_linearity": {"grid_ps": (16, 32, 64)},
     # the recorded steps are range(0, early, 25) and range(early, steps + 1, 100): check_step among them
     "student_specialisation": {"early": 25, "check_step": 125, "steps": 225},
+    # one zoo and one k-means restart: the compression cell clusters every net's local maps for each k
+    # (up to the paper's 500), which with 3 zoos and 10 restarts ran past the 300 s cell limit in CI
+    "local_linearity_comparisons": {"zoos": 1, "n_init": 1},
 }
 # Chapters whose paper scale adds a paper-only experiment to the quick one's: in a smoke run every other
 # field takes the quick value (quick-scale CI covers that code, which needs trained models), and the
