@@ -36,7 +36,7 @@ BAR = 0.90
 REQUIRED = ["boolean", "boolean_families", "distill", "equivalence", "mae", "maxmargin", "multiexit",
             "pruning", "nets", "train", "scale", "results", "annulus", "annulus_training", "linear_regions",
             "teacher_student", "teacher_student_conv",
-            "landscape", "skip_connections", "decision_regions"]
+            "landscape", "skip_connections", "decision_regions", "image_nets", "network_comparison"]
 #: mutmut's words for a mutant's fate, and the key each is counted under.
 STATUS_KEYS = {"killed": "killed", "survived": "survived", "timeout": "timeouts", "suspicious": "suspicious",
                "no tests": "no_tests", "skipped": "skipped", "not checked": "not_checked",
