@@ -94,6 +94,8 @@ def test_chapter_anatomy(nb):
     constant = [a.lineno for a in asserts if isinstance(a.test, ast.Constant)]
     assert not constant, f"asserts of a constant cannot fail (lines {constant})"
     assert any("paper_vs_ours(" in s for s in code), "the comparison table must come from lib.results.paper_vs_ours"
+    hidden = [n for s in code for n in _undisplayed_tables(_parse_cell(s))]
+    assert not hidden, f"paper_vs_ours(...) at lines {hidden} is not its cell's last statement: wrap it in display(...)"
     assert any("widgets." in s for s in code), "no ipywidgets control"
     assert any("save_results(" in s for s in code), "the chapter must save its full-scale metrics"
 
@@ -101,6 +103,14 @@ def test_chapter_anatomy(nb):
 def _parse_cell(source: str) -> ast.Module:
     """A code cell as Python (IPython magics and shell lines blanked)."""
     return ast.parse("\n".join("" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines()))
+
+
+def _undisplayed_tables(cell: ast.Module) -> list[int]:
+    """Lines of ``paper_vs_ours(...)`` statements that Jupyter does not show: a bare expression renders
+    only as the cell's last top-level statement (elsewhere it needs ``display(...)``)."""
+    last = cell.body[-1] if cell.body else None
+    return [n.lineno for n in ast.walk(cell) if isinstance(n, ast.Expr) and n is not last
+            and isinstance(n.value, ast.Call) and _called_name(n.value) == "paper_vs_ours"]
 
 
 def _called_name(call: ast.Call) -> str | None:
@@ -113,6 +123,13 @@ def test_anatomy_rejects_constant_asserts_and_unstated_checks():
     assert [a.test.value for a in ast.walk(bad) if isinstance(a, ast.Assert)] == [True]
     call = next(n for n in ast.walk(bad) if isinstance(n, ast.Call))
     assert _called_name(call) == "check" and len(call.args) == 3  # a check without its name: refused above
+
+
+def test_undisplayed_tables_are_found():
+    assert _undisplayed_tables(_parse_cell("rows = []\npaper_vs_ours(rows)\nprint(1)")) == [2]
+    assert _undisplayed_tables(_parse_cell("if x:\n    paper_vs_ours(rows)\ny = 1")) == [2]
+    assert _undisplayed_tables(_parse_cell("rows = []\npaper_vs_ours(rows)")) == []
+    assert _undisplayed_tables(_parse_cell("display(paper_vs_ours(rows))\nprint(1)")) == []
 
 
 def test_execution_config_is_explicit():
