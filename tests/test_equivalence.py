@@ -601,3 +601,149 @@ def test_check_transparent_sampling_path_checks_the_corners():
     assert E.check_transparent(net(3.01), n_samples=1)
     assert not E.check_transparent(net(3.01), domain=(-1.1, 1.1), n_samples=1)    # the corners of the given box
     assert E.check_transparent(net(-2.0), domain=(1.0, 2.0), n_samples=5)          # x1 + x2 + x3 >= 3 there
+
+
+# ---- issue 16: the module-level functions' surviving mutants (values against hand-worked cases) ----------
+
+_S3 = np.sqrt(3.0) / 2
+
+
+@pytest.mark.parametrize("name, theta", [
+    # the hand-built nets of the chapter's "Which assumptions matter?" section, written out: layer-1 unit 1
+    # is 0.8 x - 0.6 y +- 2 (>= 0.6 or <= -0.6 on the box: always active / dead)
+    ("always_active", [([[0.8, -0.6], [-0.5, -0.9]], [2.0, 0.1]), ([[1.0, -1.0], [-1.0, 0.5]], [-1.5, 2.5]),
+                       ([[1.0, -0.8]], [0.1])]),
+    ("dead_neuron", [([[0.8, -0.6], [-0.5, -0.9]], [-2.0, 0.1]), ([[1.0, -1.0], [-1.0, 0.5]], [-1.5, 2.5]),
+                     ([[1.0, -0.8]], [0.1])]),
+    ("width_one", [([[0.8, -0.6], [-0.8, 0.65]], [0.3, 0.4]), ([[0.6, 0.7]], [0.5]), ([[1.3]], [-0.2])]),
+    ("non_transparent", [([[1.0, 0.1], [-1.0, 0.2]], [-0.5, -0.4]), ([[2.0, -0.5], [3.0, -1.0]], [-0.3, -0.6]),
+                         ([[1.0, -0.7]], [0.05])]),
+    # three unit rows at 0, 120 and 240 degrees (they sum to 0, so a^T W = 0 with a = (1, 1, 1))
+    ("sign_flip_231", [([[1.0, 0.0], [-0.5, _S3], [-0.5, -_S3]], [0.2, -0.1, 0.3]), ([[1.0, 1.0, 1.0]], [0.4])]),
+    ("leaky_sign_flip", [([[1.0, 0.0], [-0.5, _S3], [-0.5, -_S3]], [0.2, -0.1, 0.3]), ([[1.0, 1.0, 1.0]], [0.4])]),
+])
+def test_counterexample_nets_are_the_documented_ones(name, theta):
+    got, eta, _ = E.counterexample(name, delta=0.3)
+    assert len(got) == len(theta)
+    for (W, b), (Wt, bt) in zip(got, theta):
+        assert W.dtype == np.float64 and b.dtype == np.float64
+        np.testing.assert_allclose(W, Wt, atol=1e-15)
+        np.testing.assert_allclose(b, bt, atol=1e-15)
+    # eta by hand, delta = 0.3
+    if name == "always_active":           # b1 + (0.3, 0); b2 - 0.3 W2[:, 0] = (-1.5 - 0.3, 2.5 + 0.3)
+        np.testing.assert_allclose(eta[0][1], [2.3, 0.1])
+        np.testing.assert_allclose(eta[1][1], [-1.8, 2.8])
+        np.testing.assert_allclose(eta[1][0], theta[1][0])
+    elif name == "dead_neuron":           # the dead unit's outgoing column moved by (0.5, -0.7), nothing else
+        np.testing.assert_allclose(eta[1][0], [[1.5, -1.0], [-1.7, 0.5]])
+        np.testing.assert_allclose(eta[0][1], theta[0][1])
+    elif name == "width_one":             # b2 + 0.3; b3 - 1.3 * 0.3
+        np.testing.assert_allclose(eta[1][1], [0.8])
+        np.testing.assert_allclose(eta[2][1], [-0.59])
+    elif name == "non_transparent":       # unit 2 of layer 1 moves: row (-1, 0.2) + (0.2, -0.1), bias -0.4 - 0.3
+        np.testing.assert_allclose(eta[0][0], [[1.0, 0.1], [-0.8, 0.1]])
+        np.testing.assert_allclose(eta[0][1], [-0.5, -0.7])
+    else:                                 # output bias 0.4 + (1 + alpha) (0.2 - 0.1 + 0.3)
+        np.testing.assert_allclose(eta[1][1], [0.8 if name == "sign_flip_231" else 0.84])
+    for delta in (0.5, -0.5):             # |delta| <= 0.5 is allowed, the bound included
+        t, e, a = E.counterexample(name, delta=delta)
+        assert np.abs(E.forward(t, X2[:500], a) - E.forward(e, X2[:500], a)).max() < 1e-12
+
+
+def _general_margins_reference(params):
+    """Margins 2 and 3 of Def. A.11 by a second route: the 0/1 diagonals as integer bit masks, the products
+    as explicit diagonal matrices, singular values from the eigenvalues of M^T M; the local linear pieces by
+    evaluating the network with its activation pattern forced (at 0 and at the unit vectors)."""
+    widths = [params[0][0].shape[1]] + [W.shape[0] for W, _ in params]
+    L = len(params)
+    m2 = np.inf
+    for k in range(1, L + 1):
+        for l in range(k, L + 1):
+            free = widths[k:l + 1] if l < L else widths[k:l]
+            for mask in range(2 ** sum(free)):
+                bits = [(mask >> i) & 1 for i in range(sum(free))]
+                diags, pos = [], 0
+                for d in free:
+                    diags.append(np.diag(np.array(bits[pos:pos + d], float)))
+                    pos += d
+                if l == L:
+                    diags.append(np.eye(widths[L]))
+                M = np.eye(widths[k - 1])
+                for j, D in zip(range(k, l + 1), diags):
+                    M = D @ params[j - 1][0] @ M
+                need = min([widths[k - 1]] + [int(np.trace(D)) for D in diags])
+                if need:
+                    s = np.sqrt(np.clip(np.sort(np.linalg.eigvalsh(M.T @ M))[::-1], 0, None))
+                    m2 = min(m2, s[need - 1] / max(1.0, s[0]))
+    pieces = []
+    for l in range(1, L):
+        free = widths[1:l]
+        for mask in range(2 ** sum(free)):
+            bits = [(mask >> i) & 1 for i in range(sum(free))]
+            Is, pos = [], 0
+            for d in free:
+                Is.append(np.array(bits[pos:pos + d], float))
+                pos += d
+            if any(I.sum() == 0 for I in Is):
+                continue
+
+            def forced(x):
+                z = x
+                for j in range(l - 1):
+                    z = Is[j] * (params[j][0] @ z + params[j][1])
+                return params[l - 1][0] @ z + params[l - 1][1]
+
+            c = forced(np.zeros(widths[0]))
+            w = np.stack([forced(e) - c for e in np.eye(widths[0])], 1)
+            pieces += list(np.hstack([w, c[:, None]]))
+    m3 = np.inf
+    for u, v in __import__("itertools").combinations(pieces, 2):
+        nu, nv = np.linalg.norm(u), np.linalg.norm(v)
+        if min(nu, nv) < 1e-12:
+            return m2, 0.0
+        cos = min(1.0, abs(u @ v) / (nu * nv))
+        m3 = min(m3, 2 * np.sin(np.arccos(cos) / 2))          # chord between the unit pieces, up to sign
+    return m2, m3
+
+
+@pytest.mark.parametrize("arch, seed", [((2, 2, 2, 1), 7), ((2, 3, 2, 1), 1), ((3, 2, 2, 1), 2),
+                                        ((2, 2, 2, 2, 1), 3), ((2, 2, 3, 1), 4), ((2, 3, 1), 5)])
+def test_check_general_margins_match_a_second_computation(arch, seed):
+    net = E.random_network(arch, seed)
+    got = E.check_general(net)
+    m2, m3 = _general_margins_reference(net)
+    assert got["margin2"] == pytest.approx(m2, rel=1e-9, abs=1e-12)
+    assert got["margin3"] == pytest.approx(m3, rel=1e-6, abs=1e-9)
+    if arch[0] == 2:
+        assert got["cond1"] is (got["margin1"] > 1e-9)
+    else:                                                   # condition 1 is checked in 2-D only
+        assert got["cond1"] is None and np.isnan(got["margin1"])
+    assert got["general"] is (m2 > 1e-9 and m3 > 1e-9 and got["cond1"] is not False)
+
+
+def test_check_general_by_hand():
+    # (2,2,1) with W1 = diag(1.5, 0.9), W2 = (1, 1): the relevant singular values of I1 W1 are 0.9 / 1.5 (both
+    # units on), 1.5 / 1.5 and 0.9 / 1 (one on); of W2 I1 W1: |(1.5, 0.9)| / itself, 1, 0.9; of W2: 1. Min 0.6.
+    net = [(np.diag([1.5, 0.9]), np.array([0.1, -0.2])), (np.ones((1, 2)), np.zeros(1))]
+    assert E.check_general(net)["margin2"] == pytest.approx(0.6, rel=1e-12)
+    # a unit with zero weights and bias is a zero piece: margin 3 is 0 (other pairs would give more)
+    zero_unit = [(np.array([[1.0, 0.3], [0.0, 0.0], [-0.2, 1.0]]), np.array([0.1, 0.0, -0.3])),
+                 (np.ones((1, 3)), np.zeros(1))]
+    res = E.check_general(zero_unit)
+    assert res["margin3"] == 0.0 and res["cond3"] is False and res["general"] is False
+    # two antiparallel units (u and -u) are the same line: margin 3 is 0 up to rounding
+    anti = [(np.array([[1.0, 0.3], [-1.0, -0.3]]), np.array([0.1, -0.1])), (np.ones((1, 2)), np.zeros(1))]
+    res = E.check_general(anti)
+    assert res["margin3"] < 1e-12 and not res["cond3"] and not res["general"]
+    # condition 2 alone fails (a zero weight): not general although conditions 1 and 3 hold
+    # (two parallel rows with different offsets: I1 W1 with both on has rank 1 < 2)
+    par = [(np.array([[1.0, 0.3], [2.0, 0.6], [-0.2, 1.0]]), np.array([0.1, 0.5, -0.3])), (np.ones((1, 3)), np.zeros(1))]
+    res = E.check_general(par)
+    assert not res["cond2"] and res["cond3"] and res["cond1"] and not res["general"]
+    # the count of indicator products, by hand: (2, 4, 4, 1) has 2^4 + 2^8 + 2^9 + 2^4 + 2^5 + 2^1 = 834
+    big = E.random_network((2, 4, 4, 1), 0)
+    with pytest.raises(ValueError, match=r"^check_general enumerates 834 indicator products \(> 833\); use a smaller network$"):
+        E.check_general(big, max_products=833)
+    with pytest.raises(ValueError, match=r"enumerates 66 indicator products \(> 65\)"):   # 4+16+32+4+8+2
+        E.check_general(E.random_network((2, 2, 2, 1), 0), max_products=65)
+    assert E.check_general(E.random_network((2, 2, 2, 1), 0), max_products=66)["general"]   # the bound is allowed
