@@ -747,3 +747,129 @@ def test_check_general_by_hand():
     with pytest.raises(ValueError, match=r"enumerates 66 indicator products \(> 65\)"):   # 4+16+32+4+8+2
         E.check_general(E.random_network((2, 2, 2, 1), 0), max_products=65)
     assert E.check_general(E.random_network((2, 2, 2, 1), 0), max_products=66)["general"]   # the bound is allowed
+
+
+def _around(a, b, layer2, bias2):
+    """Layer 1: the four units x - a, y - b, a - x, b - y (lines through (a, b)); a chosen layer 2."""
+    W1 = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [0.0, -1.0]])
+    return [(W1, -W1 @ np.array([a, b])), (np.array(layer2, float), np.array(bias2, float)),
+            (np.ones((1, len(bias2))), np.zeros(1))]
+
+
+def test_cond1_margin_by_hand():
+    # layer 2: |x - 0.2| + |y + 0.1| - 1.5: its only interior local optimum is its minimum -1.5 at (0.2, -0.1)
+    # (the layer-1 units are linear; on the box boundary y = -1 the unit y + 0.1 has a one-sided optimum of
+    # value 0.9 there, which the open domain does not count)
+    net = _around(0.2, -0.1, [[1, 1, 1, 1]], [-1.5])
+    assert E._cond1_margin(net, (-1, 1)) == pytest.approx(1.5, rel=1e-12)
+    assert E.check_general(net)["margin1"] == pytest.approx(1.5, rel=1e-12)
+    assert E._cond1_margin(net, (-3, 3)) == pytest.approx(1.5, rel=1e-12)     # boundary optima at 2.9 and more
+    # a second unit |x - 0.2| - 1.2 is minimal all along x = 0.2 (a zero slope along that edge): 1.2
+    net = _around(0.2, -0.1, [[1, 1, 1, 1], [1, 0, 1, 0]], [-1.5, -1.2])
+    assert E._cond1_margin(net, (-1, 1)) == pytest.approx(1.2, rel=1e-12)
+    # relu(x - 0.2) - 0.7 is flat (-0.7) where x < 0.2: every point there is an optimum
+    net = _around(0.2, -0.1, [[1, 1, 1, 1], [1, 0, 0, 0]], [-1.5, -0.7])
+    assert E._cond1_margin(net, (-1, 1)) == pytest.approx(0.7, rel=1e-12)
+    net = _around(0.2, -0.1, [[1, 0, 0, 0], [1, 1, 1, 1]], [-0.7, -1.5])
+    assert E._cond1_margin(net, (-1, 1)) == pytest.approx(0.7, rel=1e-12)
+    # no optimum at all (layer 1 only, linear units): +inf
+    assert E._cond1_margin([(np.eye(2), np.array([0.1, 0.2])), (np.ones((1, 2)), np.zeros(1))], (-1, 1)) == np.inf
+
+
+def _edge_table(edges):
+    return sorted((tuple(np.round(e.p, 9)), tuple(np.round(e.q, 9)), e.region, e.neighbour, tuple(e.units), e.fold)
+                  for e in edges)
+
+
+def test_region_edges_boundary_fields_neighbours_and_orientation():
+    net = [(np.eye(2), np.array([1.0, 0.0])), (np.array([[1.0, 1.0]]), np.zeros(1))]   # x + 1 vanishes on x = -1
+    regions = E.linear_regions_2d(net)
+    edges = E.region_edges(net, regions)
+    for e in edges:
+        assert isinstance(e.p, np.ndarray) and isinstance(e.q, np.ndarray) and e.length > 0.5
+        assert 0 <= e.region < len(regions) and isinstance(e.units, list)
+        on_box = np.all(np.isclose(e.p[0], [-1, 1]).any() and np.isclose(e.q[0], e.p[0])) or \
+            (np.isclose(abs(e.p[1]), 1) and np.isclose(e.q[1], e.p[1]))
+        if on_box:                                          # boundary edges: no neighbour, no fold
+            assert e.neighbour == -1 and e.fold is False
+            assert e.units == ([(1, 0)] if np.isclose(e.p[0], -1) and np.isclose(e.q[0], -1) else [])
+        else:                                               # y = 0: the neighbour holds the edge's midpoint
+            assert e.neighbour >= 0 and e.units == [(1, 1)] and e.fold
+            mid = 0.5 * (e.p + e.q)
+            poly = regions[e.neighbour].poly
+            cross = lambda u, v: u[0] * v[1] - u[1] * v[0]
+            assert min(abs(cross(poly[(i + 1) % len(poly)] - poly[i], mid - poly[i])) for i in range(len(poly))) < 1e-12
+    assert sum(e.neighbour == -1 for e in edges) == 6 and sum(e.neighbour >= 0 for e in edges) == 2
+    # the same regions given clockwise, or with a repeated vertex (a zero-length edge): the same edges
+    cw = [E.Region(r.poly[::-1].copy(), r.pattern, r.pre, r.out) for r in regions]
+    assert _edge_table(E.region_edges(net, cw)) == sorted((q, p, k, n, u, f) for p, q, k, n, u, f in _edge_table(edges))
+    dup = [E.Region(np.vstack([r.poly[:1], r.poly]), r.pattern, r.pre, r.out) for r in regions]
+    assert _edge_table(E.region_edges(net, dup)) == _edge_table(edges)
+    # only the upper region given: the lower one is missing, so the edge y = 0 has no neighbour and no fold
+    upper = [r for r in regions if r.pattern[1]]
+    for e in E.region_edges(net, upper):
+        assert e.neighbour == -1 and e.fold is False
+    with pytest.raises(TypeError, match=r"^regions must be a list of Region objects"):
+        E.region_edges(net, [1, 2])
+
+
+def test_region_edges_on_a_larger_box_and_small_gradient_jumps():
+    # on (-10, 10)^2 the line x = 5 (unit x - 5, bias larger than its weights) is found as a zero set and a fold
+    net = [(np.eye(2), np.array([-5.0, 0.0])), (np.array([[1.0, 0.0]]), np.zeros(1))]
+    regions = E.linear_regions_2d(net, (-10, 10))
+    inner = [e for e in E.region_edges(net, regions, (-10, 10)) if e.neighbour >= 0]
+    assert len(inner) == 8 and sum(e.length for e in inner) == pytest.approx(2 * (20 + 20))   # both lines, seen twice
+    for e in inner:
+        on_x5 = abs(e.p[0] - 5) < 1e-9 and abs(e.q[0] - 5) < 1e-9
+        assert e.units == [(1, 0) if on_x5 else (1, 1)] and e.fold == on_x5
+    # h = 10 (x + 2) + j relu(y): the gradient jumps by j across y = 0, against 1e-9 (1 + 10) = 1.1e-8
+    for j, fold in ((5e-9, False), (1.15e-8, True)):
+        net = [(np.eye(2), np.array([2.0, 0.0])), (np.array([[10.0, j]]), np.zeros(1))]
+        inner = [e for e in E.region_edges(net, E.linear_regions_2d(net)) if e.neighbour >= 0]
+        assert len(inner) == 2 and all(e.fold is fold for e in inner)
+
+
+def test_region_edges_zero_set_tolerance_by_hand():
+    # a hand-made region: the unit x - 0.5 + t is within 1e-9 (1 + |w| + |b|) = 2.5e-9 of 0 on the edge x = 0.5
+    # for t = 2e-9 (a zero set) and not for t = 3e-9; a second unit with large weights must not widen that
+    poly = np.array([[0.0, 0.0], [0.5, 0.0], [0.5, 0.5], [0.0, 0.5]])
+    net = [(np.array([[1.0, 0.0], [30.0, 40.0]]), np.array([-0.5, 3.0])), (np.ones((1, 2)), np.zeros(1))]
+    for t, hit in ((2e-9, True), (3e-9, False)):
+        pre = [(np.array([[1.0, 0.0], [30.0, 40.0]]), np.array([-0.5 + t, 3.0]))]
+        r = E.Region(poly, (False, True), pre, (np.array([[30.0, 40.0]]), np.array([3.0])))
+        (e,) = [e for e in E.region_edges(net, [r]) if abs(e.p[0] - 0.5) < 1e-12 and abs(e.q[0] - 0.5) < 1e-12]
+        assert e.units == ([(1, 0)] if hit else [])
+
+
+def test_jacobian_rank_thresholds_by_hand():
+    # 1-1-1 net, unit active at x = 0.5 and 1: J = [[0.5, 1, 0.5, 1], [1, 1, 1, 1]], J J^T = [[2.5, 3], [3, 4]]
+    # (trace 6.5, determinant 1) with eigenvalues (6.5 +- sqrt(38.25)) / 2: singular values 2.5184 and 0.3971
+    net = [(np.array([[1.0]]), np.zeros(1)), (np.array([[1.0]]), np.zeros(1))]
+    X = np.array([[0.5], [1.0]])
+    s = np.sqrt((6.5 + np.array([1.0, -1.0]) * np.sqrt(38.25)) / 2)
+    np.testing.assert_allclose(np.linalg.svd(E.param_jacobian(net, X), compute_uv=False), s, rtol=1e-12)
+    assert E.jacobian_rank(net, X, rel_tol=0.2) == (1, 3)      # 0.3971 < 0.2 * 2.5184
+    assert E.jacobian_rank(net, X, rel_tol=0.1) == (2, 3)      # 0.3971 > 0.1 * 2.5184
+    assert E.jacobian_rank(net, np.array([[-0.5]])) == (1, 3)  # J = [[0, 0, 0, 1]]: one singular value, 1
+
+
+def test_jacobian_deficit_of_a_net_with_linear_and_dead_units_by_hand():
+    # (2, 3, 2, 1): layer-1 unit 0 dead (bias -5), units 1 and 2 and both layer-2 units always active (bias 5, 20):
+    # h is affine in x, so rank J = 3; #theta = 9 + 8 + 3 = 20, bound = 20 - 5 = 15, deficit 12. Known flat
+    # directions beyond the 5 P/M ones: the dead unit's 2 + 1 incoming and 2 outgoing weights (5 directions, one
+    # of them its P/M direction: 4 more) and 4 bias shifts: explained 8, other 4.
+    W1 = np.array([[1.0, 0.5], [0.3, -1.0], [-0.7, 0.4]])
+    net = [(W1, np.array([-5.0, 5.0, 5.0])), (np.array([[1.0, 2.0, -0.5], [0.5, -1.0, 1.5]]), np.array([20.0, 20.0])),
+           (np.array([[1.0, -2.0]]), np.array([0.3]))]
+    r = E.jacobian_deficit(net, X2[:300])
+    assert set(r) == {"rank", "bound", "deficit", "explained", "other", "dead", "always_active", "residual"}
+    assert (r["rank"], r["bound"], r["deficit"], r["explained"], r["other"], r["dead"], r["always_active"]) == \
+        (3, 15, 12, 8, 4, 1, 4)
+    assert 0 <= r["residual"] < 1e-12
+    # with weights of size 1e3 the flat directions stay flat relative to |J| |v|
+    big = [(1e3 * W, 1e3 * b) for W, b in E.random_network((2, 3, 2, 1), 4)]
+    assert E.jacobian_deficit(big, X2[:300])["residual"] < 1e-12
+    # a unit that is 0 at a sample point and negative elsewhere is neither dead nor always active
+    net = [(np.array([[1.0], [-1.0]]), np.zeros(2)), (np.array([[1.0, 1.0]]), np.zeros(1))]
+    r = E.jacobian_deficit(net, np.array([[0.0], [-0.5], [-1.0]]))
+    assert (r["dead"], r["always_active"]) == (0, 0)
