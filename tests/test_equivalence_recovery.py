@@ -76,3 +76,226 @@ def test_breakpoints_along_a_slanted_line_in_the_plane():
     out, n = _breaks(f, -1.0, 1.0, x0, v)
     t_star = -(x0 @ w + b) / (v @ w)                      # where the line meets w.x + b = 0
     assert len(out) == 1 and abs(out[0] - t_star) < 1e-8 and n == 7
+
+
+def test_breakpoints_tolerance_of_the_affine_test_by_hand():
+    # f = 1 + h (relu(x + 0.3) - relu(x + 0.3 - 1e-6)) / 1e-6: flat at both ends of [-1, 1], a step of
+    # height h before the midpoint 0. fscale = 1 + max|f| = 2 + h, so the affine test at the midpoint
+    # accepts a deviation up to 1e-9 fscale (1 + |b - a|) = 6e-9 (+ O(h)).
+    step = lambda h: kinked([-0.3, -0.3 + 1e-6], [h / 1e-6, -h / 1e-6], slope=0.0, offset=1.0)
+    out, n = _breaks(step(3e-9), -1.0, 1.0)
+    assert out == [] and n == 5                     # below the tolerance: taken as affine
+    out, n = _breaks(step(7e-9), -1.0, 1.0)
+    assert n > 5                                    # above it: searched further
+
+
+@pytest.mark.parametrize("side", [-1, 1])
+def test_breakpoints_verification_stays_inside_the_interval(side):
+    # a 1e-5 segment (dl = 1e-8) with its kink 5e-8 from one end and another kink 5e-9 beyond that end,
+    # outside the segment: the verification points must stay inside, so the kink is accepted at once
+    t0, t1 = 0.5, 0.5 + 1e-5
+    k, outside = (t0 + 5e-8, t0 - 5e-9) if side < 0 else (t1 - 5e-8, t1 + 5e-9)
+    out, n = _breaks(kinked([k, outside], [1.3, -2.1]), t0, t1)
+    assert len(out) == 1 and abs(out[0] - k) < 1e-12 and n == 7
+
+
+def test_breakpoints_keeps_searching_after_an_unresolvable_pair():
+    # kinks 3e-6 apart cannot be separated before the intervals reach the 1e-6 resolution; the search
+    # must still finish the rest of the segment (the kink at -0.5) and report only points near true kinks
+    kinks = [-0.5, 0.3, 0.300003]
+    out, _ = _breaks(kinked(kinks, [0.9, 1.3, -2.1]), -0.9, 0.8)
+    assert any(abs(t + 0.5) < 1e-8 for t in out)
+    assert all(min(abs(t - k) for k in kinks) < 1e-6 for t in out)
+
+
+# --- the line and region geometry ------------------------------------------------------------------------
+
+def test_clip_line_by_hand():
+    R = recoverer(lambda X: X[:, 0], 2, domain=(-1.0, 2.0))
+    x0, v, m = np.array([0.2, -0.3]), np.array([0.6, 0.8]), 0.01
+    t0, t1 = R._clip_line(x0, v, full_level(2), m)
+    # box (-1 + m, 2 - m)^2: t1 = min((1.99 - 0.2) / 0.6, (1.99 + 0.3) / 0.8), t0 = max((-0.99 - 0.2) / 0.6,
+    # (-0.99 + 0.3) / 0.8)
+    assert t1 == pytest.approx(2.29 / 0.8, abs=1e-12) and t0 == pytest.approx(-0.69 / 0.8, abs=1e-12)
+    # and the half-plane x1 + 0.1 > m of a level: x1 > -0.09, t > -0.29 / 0.6
+    lv = E._Level(np.eye(2), np.zeros(2), np.array([[1.0, 0.0]]), np.array([0.1]))
+    t0, t1 = R._clip_line(x0, v, lv, m)
+    assert t0 == pytest.approx(-0.29 / 0.6, abs=1e-12) and t1 == pytest.approx(2.29 / 0.8, abs=1e-12)
+    # a line along the first axis: the second axis' rows are parallel to it and skipped
+    t0, t1 = R._clip_line(x0, np.array([1.0, 0.0]), full_level(2), m)
+    assert t0 == pytest.approx(-1.19, abs=1e-12) and t1 == pytest.approx(1.79, abs=1e-12)
+    t0, t1 = R._clip_line(x0, np.array([0.0, -1.0]), lv, m)
+    assert t0 == pytest.approx(-2.29, abs=1e-12) and t1 == pytest.approx(0.69, abs=1e-12)
+
+
+def test_inside_is_the_open_shrunk_box_and_level_by_hand():
+    R = recoverer(lambda X: X[:, 0], 2)
+    X = np.array([[-0.75, 0.0], [0.75, 0.0], [0.0, -0.75], [-0.7499, 0.7499], [0.5, 0.5], [0.9, 0.0],
+                  [-0.9, 0.0], [0.0, 0.9]])
+    assert R.inside(X, full_level(2), 0.25).tolist() == [False, False, False, True, True, False, False, False]
+    lv = E._Level(np.eye(2), np.zeros(2), np.array([[1.0, 0.0]]), np.array([0.5]))
+    X = np.array([[-0.25, 0.0], [-0.3, 0.0], [-0.2, 0.1], [0.9, 0.0], [0.5, -0.6]])
+    # x1 + 0.5 > 0.25 and the box: -0.25 sits on the level's boundary (0.25 exactly)
+    assert R.inside(X, lv, 0.25).tolist() == [False, False, True, False, True]
+
+
+# --- finite differences and the black-box wrapper ---------------------------------------------------------
+
+def test_grads_and_side_tests_of_known_gradients():
+    g = np.array([0.7, -1.9])
+    R = recoverer(lambda X: X @ g + 0.3, 2)
+    P = np.array([[0.1, 0.2], [-0.5, 0.4], [0.0, 0.0]])
+    s = R.F(np.ones((1, 2)))[0] / (g.sum() + 0.3)               # the projection's sign (one output)
+    assert abs(s) == pytest.approx(1.0, abs=1e-12)
+    assert np.allclose(R.grads(P), s * g[None, :], atol=1e-8)
+    # one-sided gradients of 2 relu(x1 - 0.2) + 0.5 x2 across the fold x1 = 0.2 (an axis-aligned key)
+    R = recoverer(lambda X: 2.0 * np.maximum(X[:, 0] - 0.2, 0.0) + 0.5 * X[:, 1], 2)
+    s = np.sign(R.F(np.array([[0.9, 0.0]]))[0])
+    Q = np.array([[0.2, -0.5], [0.2, 0.1], [0.2, 0.6]])
+    (gp, gm), = R.side_tests([np.array([1.0, 0.0, -0.2])], [Q])
+    assert np.allclose(gp, s * np.array([2.0, 0.5]), atol=1e-8)
+    assert np.allclose(gm, s * np.array([0.0, 0.5]), atol=1e-8)
+
+
+def test_recoverer_setup_projection_and_raw_outputs():
+    f = lambda X: np.stack([X[:, 0] - X[:, 1], 2.0 * X[:, 1]], 1)
+    oracle = E.CountingOracle(f)
+    R = recoverer(oracle, 2, seed=3)
+    assert oracle.n_calls == 1 and oracle.n_queries == 64             # one probe of 64 points
+    assert R.d_out == 2 and R.pool.shape == (20000, 2)
+    assert np.all(R.pool > -1) and np.all(R.pool < 1)
+    X = np.array([[0.3, -0.2], [0.9, 0.5]])
+    Y = f(X)
+    F = R.F(X)
+    assert np.allclose(F, Y @ R.c) and np.linalg.norm(R.c) == pytest.approx(1.0, abs=1e-12)
+    # the same seed draws the same pool, projection and probe; another seed does not
+    R2 = recoverer(f, 2, seed=3)
+    assert np.array_equal(R.pool, R2.pool) and np.array_equal(R.c, R2.c)
+    assert not np.array_equal(R.pool, recoverer(f, 2, seed=4).pool)
+    # the scalar projection of a one-output box is +-f
+    R1 = recoverer(lambda X: X[:, 0] * 3.0 - 1.0, 2)
+    assert np.allclose(np.abs(R1.F(X)), np.abs(3.0 * X[:, 0] - 1.0), atol=1e-15)
+    # outputs are cast to float64 whatever the box returns (float32, ints)
+    R32 = recoverer(lambda X: (X[:, 0] * 3.0).astype(np.float32), 2)
+    assert R32._raw(X).dtype == np.float64
+    Ri = recoverer(lambda X: np.ones(len(X), dtype=np.int64), 2)
+    assert Ri._raw(X).dtype == np.float64 and Ri.fscale == 2.0
+
+
+def test_certify_tolerance_is_relative_to_the_scale_of_f():
+    net = [(np.array([[1.0, -0.5]]), np.array([0.1])), (np.array([[0.0]]), np.array([0.0]))]
+    shifted = lambda d: [net[0], (net[1][0], np.array([d]))]
+    oracle = E.CountingOracle(lambda X: np.zeros(len(X)))             # f = 0: fscale = 1
+    R = recoverer(oracle, 2)
+    q = oracle.n_queries
+    assert R.certify(shifted(0.5e-7))
+    assert oracle.n_queries - q == 64 + 1000                         # two fresh batches: 64, 1000 points
+    q = oracle.n_queries
+    assert not R.certify(shifted(1.5e-7))                            # 1.5e-7 > 1e-7 * 1
+    assert oracle.n_queries - q == 64                                # refused on the first batch
+    assert "failed certification" in R.log[-1]
+    big = E.CountingOracle(lambda X: np.full(len(X), 1000.0))       # f = 1000: fscale = 1001
+    R = recoverer(big, 2)
+    out = [(np.zeros((1, 2)), np.zeros(1)), (np.zeros((1, 1)), np.array([1000.0]))]
+    assert R.certify([out[0], (out[1][0], np.array([1000.0 + 5e-5]))])   # 5e-5 < 1e-7 * 1001
+    assert not R.certify([out[0], (out[1][0], np.array([1000.0 + 2e-4]))])
+
+
+# --- (R2): full folds and their sharpening ---------------------------------------------------------------
+
+KEY = np.array([0.6, 0.8, -0.3])                   # unit normal, offset: the fold 0.6 x + 0.8 y = 0.3
+
+
+def relu_box(key=KEY, gain=1.5, absolute=False, scale=1.0):
+    def f(X):
+        u = gain * (X @ key[:-1] + key[-1])
+        if absolute:                             # |u|: slopes -g, +g along the normal (they sum to 0)
+            return scale * np.abs(u)
+        return scale * (np.maximum(u, 0.0) + 0.3 * X[:, 0] - 0.1 * X[:, 1])
+    return f
+
+
+def on_plane(key, s, t=None, n=None):
+    """Points ``p(s) - t n``: ``p(s)`` on the plane ``key`` (offset ``s`` along it), shifted by ``-t n``."""
+    nrm, c = key[:-1], key[-1]
+    p0, tang = -c * nrm, np.array([-nrm[1], nrm[0]])
+    P = p0[None, :] + np.asarray(s, float)[:, None] * tang[None, :]
+    if t is not None:
+        P = P - np.asarray(t, float)[:, None] * n[None, :]
+    return P
+
+
+def rotated_key(key, angle, shift):
+    c, s = np.cos(angle), np.sin(angle)
+    n = np.array([[c, -s], [s, c]]) @ key[:-1]
+    return np.append(n, key[-1] + shift)
+
+
+@pytest.mark.parametrize("absolute", [False, True])
+@pytest.mark.parametrize("sign", [1.0, -1.0])
+def test_refine_sharpens_a_rough_key_to_the_exact_fold(absolute, sign):
+    rough = sign * rotated_key(KEY, 2e-4, 1e-4)
+    n = rough[:-1]
+    t = np.array([3e-4, -2e-4, 5e-4, -6e-4, 1e-4, 7e-4])          # kink offsets along n, all < 8e-4
+    Q = on_plane(KEY, [-0.5, -0.3, -0.1, 0.1, 0.3, 0.5], t, n)
+    R = recoverer(relu_box(absolute=absolute), 2)
+    key, P = R.refine(rough, Q)
+    assert np.allclose(key, sign * KEY, atol=1e-9)                 # exact fold, oriented like the rough key
+    assert len(P) == 6 and np.abs(P @ KEY[:-1] + KEY[-1]).max() < 1e-10
+
+
+def test_refine_on_an_axis_aligned_fold():
+    true = np.array([0.0, 1.0, -0.3])
+    rough = rotated_key(true, 3e-4, -2e-4)
+    Q = on_plane(true, [-0.6, -0.2, 0.2, 0.6], [2e-4, -3e-4, 4e-4, 1e-4], rough[:-1])
+    R = recoverer(relu_box(true), 2)
+    key, P = R.refine(rough, Q)
+    assert np.allclose(key, true, atol=1e-9) and len(P) == 4
+
+
+def _refine_case(t, extra=None, far=0):
+    """Points with kinks at offsets ``t`` along the rough key's normal; ``extra``: index of a point next to
+    a second fold (its kink estimate is wrong); ``far``: points with no kink within tau = 1e-3."""
+    rough = rotated_key(KEY, 2e-4, 1e-4)
+    n = rough[:-1]
+    s = np.linspace(-0.5, 0.5, len(t))
+    Q = on_plane(KEY, s, t, n)
+    base = relu_box()
+    f = base
+    if extra is not None:
+        x_star = Q[extra, 0] + 4e-4 * n[0]                          # a vertical fold 4e-4 along n from Q
+        f = lambda X: base(X) + 0.8 * np.maximum(X[:, 0] - x_star, 0.0)
+    if far:
+        Q = np.vstack([Q, on_plane(KEY, np.linspace(-0.4, 0.4, far), np.full(far, 0.2), n)])
+    return recoverer(f, 2), rough, Q
+
+
+def test_refine_point_counts_and_outliers():
+    # d0 + 1 = 3 clean points are enough; a kink at 7.5e-4 (inside tau - 2 d = 8e-4) counts
+    R, rough, Q = _refine_case([3e-4, -2e-4, 7.5e-4])
+    key, P = R.refine(rough, Q)
+    assert np.allclose(key, KEY, atol=1e-9) and len(P) == 3
+    # a kink at 9.5e-4 (beyond tau - 2 d: the stencil straddles it) is not used
+    R, rough, Q = _refine_case([3e-4, -2e-4, 1e-4, 9.5e-4])
+    key, P = R.refine(rough, Q)
+    assert np.allclose(key, KEY, atol=1e-9) and len(P) == 3
+    # d0 = 2 points: too few to check a fit, the rough key and the points come back unchanged
+    R, rough, Q = _refine_case([3e-4, -2e-4])
+    key, P = R.refine(rough, Q)
+    assert key is rough and P is Q
+    # five points, one next to another fold: it is dropped, four remain and fit exactly
+    R, rough, Q = _refine_case([3e-4, -2e-4, 1e-4, -1e-4, 2e-4], extra=2)
+    key, P = R.refine(rough, Q)
+    assert np.allclose(key, KEY, atol=1e-9) and len(P) == 4
+    # six points, one outlier: five remain (the loop stops as soon as the fit is exact)
+    R, rough, Q = _refine_case([3e-4, -2e-4, 1e-4, -1e-4, 2e-4, 4e-4], extra=4)
+    key, P = R.refine(rough, Q)
+    assert np.allclose(key, KEY, atol=1e-9) and len(P) == 5
+    # four = d0 + 2 points, one outlier: no point may be dropped, the fit is refused
+    R, rough, Q = _refine_case([3e-4, -2e-4, 1e-4, -1e-4], extra=1)
+    key, P = R.refine(rough, Q)
+    assert key is rough and P is Q
+    # points with no kink near them are not live and do not enter the fit
+    R, rough, Q = _refine_case([3e-4, -2e-4, 1e-4], far=5)
+    key, P = R.refine(rough, Q)
+    assert np.allclose(key, KEY, atol=1e-9) and len(P) == 3
