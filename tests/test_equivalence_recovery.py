@@ -299,3 +299,65 @@ def test_refine_point_counts_and_outliers():
     R, rough, Q = _refine_case([3e-4, -2e-4, 1e-4], far=5)
     key, P = R.refine(rough, Q)
     assert np.allclose(key, KEY, atol=1e-9) and len(P) == 3
+
+
+# --- (R5): the zero-coefficient test on synthetic gradients ----------------------------------------------
+
+N0, N1 = np.array([0.6, 0.8, 0.0]), np.array([0.0, 0.6, 0.8])
+N2 = np.cross(N0, N1) / np.linalg.norm(np.cross(N0, N1))        # a direction outside span(N0, N1)
+CANDS = [np.append(N0, 0.1), np.append(N1, -0.2)]
+
+
+def unit_sides(unit, plus, minus, other=0.7):
+    """Gradients at test points of one candidate: its own coefficient ``plus[j]`` just on the + side and
+    ``minus[j]`` just on the - side, the other unit's coefficient ``other`` on both."""
+    own, oth = (N0, N1) if unit == 0 else (N1, N0)
+    g = lambda c: np.array([ci * own + other * oth for ci in c])
+    return g(plus), g(minus)
+
+
+def orient(sides0, sides1=None, f=lambda X: np.zeros(len(X))):
+    sides1 = sides1 or unit_sides(1, [0.0] * 6, [1.2, 0.9, 1.1, 1.3, 0.8, 1.0])   # active on the - side
+    return recoverer(f, 3).orient((0, 1), CANDS, [sides0, sides1])
+
+
+def test_orient_reads_the_active_side_of_each_unit():
+    on_plus = unit_sides(0, [1.0, 0.8, 1.2, 0.9, 1.1, 1.4], [0.0] * 6)
+    assert orient(on_plus) == [1.0, -1.0]
+    assert orient(unit_sides(0, [0.0] * 6, [1.0, 0.8, 1.2, 0.9, 1.1, 1.4])) == [-1.0, -1.0]
+    # a unit with the same coefficient on both sides is no unit of this layer
+    assert orient(unit_sides(0, [1.0] * 6, [1.0] * 6)) is None
+    # half its points say +, half say -: no orientation
+    assert orient(unit_sides(0, [1.0, 1.0, 0.0, 0.0], [0.0, 0.0, 1.0, 1.0])) is None
+
+
+def test_orient_residual_outside_the_span_of_the_subset():
+    p0, m0 = unit_sides(0, [1.0, 0.8, 1.2, 0.9, 1.1, 1.4], [0.0] * 6)
+    p1, m1 = unit_sides(1, [0.0] * 6, [1.2, 0.9, 1.1, 1.3, 0.8, 1.0])
+    # every gradient leaves the span by 0.8 of its own tolerance 1e-5 (1 + |g|): still a valid subset
+    leak = lambda G, r: G + r * 1e-5 * (1.0 + np.linalg.norm(G, axis=1))[:, None] * N2[None, :]
+    assert orient((leak(p0, 0.8), leak(m0, 0.8)), (leak(p1, 0.8), leak(m1, 0.8))) == [1.0, -1.0]
+    # one gradient leaves it by 1.25 of its tolerance: a unit is missing from the subset
+    p0b = p0.copy()
+    p0b[2] = leak(p0[2:3], 1.25)[0]
+    assert orient((p0b, m0), (p1, m1)) is None
+
+
+def test_orient_live_points_and_ratio_thresholds():
+    # three live points are enough, two are not (the others have no coefficient on either side)
+    assert orient(unit_sides(0, [1.0, 0.8, 1.2, 0.0, 0.0, 0.0], [0.0] * 6)) == [1.0, -1.0]
+    assert orient(unit_sides(0, [1.0, 0.8, 0.0, 0.0, 0.0, 0.0], [0.0] * 6)) is None
+    # a coefficient counts as zero up to 1e-3 of the other side's: 5e-3 next to 10 is zero
+    assert orient(unit_sides(0, [10.0] * 5, [5e-3] * 5)) == [1.0, -1.0]
+    # live means above 1e-6 fscale: with f ~ 1000 (fscale 1001), coefficients 1e-5 are not live
+    big = lambda X: np.full(len(X), 1000.0)
+    assert orient(unit_sides(0, [1.0, 1.0, 1.0, 1e-5, 1e-5, 1e-5], [0.0, 0.0, 0.0, 1e-5, 1e-5, 1e-5]),
+                  f=big) == [1.0, -1.0]
+
+
+def test_orient_fractions_at_the_bounds():
+    # 4 of 5 live points have a zero coefficient on one side (the bar is 80 %): valid, sign from those 4
+    assert orient(unit_sides(0, [1.0] * 5, [0.0] * 4 + [1.0])) == [1.0, -1.0]
+    # of 5 zero-coefficient points, 4 are active on + (80 %): +1; only 1 is (20 %): -1
+    assert orient(unit_sides(0, [1.0] * 4 + [0.0], [0.0] * 4 + [1.0])) == [1.0, -1.0]
+    assert orient(unit_sides(0, [1.0] + [0.0] * 4, [0.0] + [1.0] * 4)) == [-1.0, -1.0]
