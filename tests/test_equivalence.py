@@ -873,3 +873,84 @@ def test_jacobian_deficit_of_a_net_with_linear_and_dead_units_by_hand():
     net = [(np.array([[1.0], [-1.0]]), np.zeros(2)), (np.array([[1.0, 1.0]]), np.zeros(1))]
     r = E.jacobian_deficit(net, np.array([[0.0], [-0.5], [-1.0]]))
     assert (r["dead"], r["always_active"]) == (0, 0)
+
+
+def test_draw_layer_follows_the_documented_construction():
+    # identifiable_network's layer draw: unit 1 crosses U_l (for l >= 2 close to the direction (1, ..., 1)), unit 2
+    # nearly antiparallel to it, rows of norm m in (0.5, 2); unit i is negative on a fraction q_i of the all-on
+    # samples, q_1 in (0.15, 0.4), q_2 in (0.2, 0.8), the others in (0.3, 0.7); accepted only if transparent with
+    # margin 1e-3, every unit changes sign inside U_l by more than 0.05 either way, and >= 50 samples stay all-on
+    rng = np.random.default_rng(0)
+    Z0 = rng.uniform(-1, 1, (2000, 2))
+    on0 = np.ones(2000, bool)
+    for first, Z in ((True, Z0), (False, np.maximum(Z0 @ np.array([[1.0, 0.3], [-0.2, 1.0]]).T + 0.5, 0.0))):
+        norms, cos_ones, cos12, fracs, umax = [], [], [], [], []
+        for _ in range(150):
+            out = E._draw_layer(rng, Z, on0, 3, first)
+            if out is None:
+                continue
+            W, b, U, on = out
+            np.testing.assert_allclose(U, Z @ W.T + b, atol=1e-12)
+            assert U.max(1).min() >= 1e-3 and np.all(U.min(0) <= -0.05) and np.all(U.max(0) >= 0.05)
+            assert np.array_equal(on, np.all(U > 0, axis=1)) and on.sum() >= 50
+            n = W / np.linalg.norm(W, axis=1, keepdims=True)
+            norms.append(np.linalg.norm(W, axis=1))
+            cos_ones.append(n[0].sum() / np.sqrt(2))
+            cos12.append(n[0] @ n[1])
+            fracs.append((U < 0).mean(0))
+            umax.append(U.max(0).min())
+        norms, fracs = np.array(norms), np.array(fracs)
+        assert len(norms) > 50
+        assert 0.5 <= norms.min() < 0.55 and 1.95 < norms.max() <= 2.0
+        assert np.all(fracs[:, 0] >= 0.15 - 1e-3) and np.all(fracs[:, 0] <= 0.4 + 1e-3)
+        assert np.all(fracs[:, 1] >= 0.2 - 1e-3) and np.all(fracs[:, 1] <= 0.8 + 1e-3)
+        assert np.all(fracs[:, 2] >= 0.3 - 1e-3) and np.all(fracs[:, 2] <= 0.7 + 1e-3)
+        assert fracs[:, 1].max() > 0.7 and fracs[:, 0].max() > 0.35   # the ranges are used, not a narrower one
+        assert min(umax) < 1.05
+        assert -0.99 < np.mean(cos12) < -0.96                      # w2 = -w1 + 0.3 N(0, I) / sqrt(2), normalised
+        if first:                                                  # a uniformly random direction
+            assert min(cos_ones) < -0.5 and max(cos_ones) > 0.5
+        else:                                                      # (1, 1) / sqrt(2) + 0.3 N(0, I): cos ~ 0.95
+            assert 0.92 < np.mean(cos_ones) < 0.975
+    # few samples: a layer keeping exactly 50 all-on samples is accepted, fewer never
+    rng = np.random.default_rng(1)
+    Z = rng.uniform(-1, 1, (120, 2))
+    kept = [out[3].sum() for out in (E._draw_layer(rng, Z, np.ones(120, bool), 2, True) for _ in range(100))
+            if out is not None]
+    assert min(kept) == 50
+
+
+def test_lemma_a17_draws_samples_first_flags_and_output_layer(monkeypatch):
+    sizes, firsts = [], []
+
+    class Spy:
+        def __init__(self, seed):
+            self.g = np.random.default_rng(seed)
+
+        def uniform(self, lo, hi, size=None):
+            sizes.append(size)
+            return self.g.uniform(lo, hi, size)
+
+        def __getattr__(self, name):
+            return getattr(self.g, name)
+
+    draw = E._draw_layer
+
+    def spy_draw(rng, Z, on, d, first):
+        firsts.append((Z.shape[1], first))
+        return draw(rng, Z, on, d, first)
+
+    monkeypatch.setattr(E, "_draw_layer", spy_draw)
+    net = next(E._lemma_a17_draws([3, 2, 2, 1], Spy(0), (-1.0, 1.0), 50))
+    assert sizes[0] == (20000, 3)                                 # 20 000 uniform samples of the box
+    assert all(f == (dp == 3) for dp, f in firsts) and (2, False) in firsts   # layer 1 sees the 3 inputs
+    assert E.widths_of(net) == [3, 2, 2, 1]
+    # the output layer: weights +-U(0.5, 1.5), bias N(0, 0.5^2) (a wide output layer to see the distribution)
+    net = E.identifiable_network((2, 2, 400), 3)
+    W, c = net[-1]
+    assert W.shape == (400, 2) and 0.5 <= np.abs(W).min() < 0.52 and 1.48 < np.abs(W).max() <= 1.5
+    assert 0.3 < (W > 0).mean() < 0.7 and np.abs(W).std() > 0.2
+    assert abs(c.mean()) < 0.1 and 0.4 < c.std() < 0.6
+    assert E.widths_of(E.identifiable_network((3, 2, 1), 0)) == [3, 2, 1]
+    for a, b in zip(E.identifiable_network((2, 2, 1), 5), E.identifiable_network((2, 2, 1), 5)):   # reproducible
+        assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
