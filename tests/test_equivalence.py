@@ -954,3 +954,104 @@ def test_lemma_a17_draws_samples_first_flags_and_output_layer(monkeypatch):
     assert E.widths_of(E.identifiable_network((3, 2, 1), 0)) == [3, 2, 1]
     for a, b in zip(E.identifiable_network((2, 2, 1), 5), E.identifiable_network((2, 2, 1), 5)):   # reproducible
         assert np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1])
+
+
+def _slab(a, e=1e-12, d0=3):
+    """Layer 1 all off exactly on the slab a - e < x_1 < a + e (the units a - e - x_1 and x_1 - a - e)."""
+    W = np.zeros((2, d0))
+    W[0, 0], W[1, 0] = -1.0, 1.0
+    return [(W, np.array([a - e, -a - e])), (np.ones((1, 2)), np.zeros(1))]
+
+
+def test_check_transparent_sampling_defaults_and_corners():
+    # the default sampling is 20 000 uniform points of seed 0: a slab around its 6th point is hit, one around the
+    # 20 001st point of the same stream is not
+    X = np.random.default_rng(0).uniform(-1, 1, (20001, 3))
+    assert not E.check_transparent(_slab(X[5, 0]))
+    assert E.check_transparent(_slab(X[20000, 0]))
+    assert not E.check_transparent(_slab(X[20000, 0]), n_samples=20001)
+    # corners are added up to 12 inputs: x_1 + ... + x_12 + 11.99 < 0 only within 0.01 of the corner (-1, ..., -1)
+    assert not E.check_transparent([(np.ones((1, 12)), np.array([11.99])), (np.ones((1, 1)), np.zeros(1))])
+    # 13 inputs: no corners, and no other extra point (a slab through the origin is missed)
+    assert E.check_transparent([(np.ones((1, 13)), np.array([12.99])), (np.ones((1, 1)), np.zeros(1))], n_samples=100)
+    assert E.check_transparent(_slab(0.0, 1e-9, d0=13), n_samples=100)
+    # a unit that is exactly 0 at a corner (and positive elsewhere) counts as active there: h >= 0
+    assert E.check_transparent([(np.ones((1, 3)), np.array([3.0])), (np.ones((1, 1)), np.zeros(1))])
+
+
+def test_check_transparent_exact_2d_layers_and_domain():
+    # (2, 3, 2, 2, 1): layers 1 and 2 always active; layer 3 = (x - 0.5, y - 0.5) is all off where x, y < 0.5
+    net = [(np.array([[1.0, 0.0], [0.0, 1.0], [1.0, 1.0]]), np.array([2.0, 2.0, 5.0])),
+           (np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]]), np.array([1.0, 1.0])),
+           (np.eye(2), np.array([-3.5, -3.5])), (np.ones((1, 2)), np.zeros(1))]
+    assert not E.check_transparent(net)
+    net[2] = (np.eye(2), np.array([-1.0, -1.0]))                   # layer 3 = (x + 2, y + 2): always on
+    assert E.check_transparent(net)
+    # (2, 2, 2, 1): layer 1 always on, layer 2 = (x - 0.5, y - 0.5)
+    net = [(np.eye(2), np.array([2.0, 2.0])), (np.eye(2), np.array([-2.5, -2.5])), (np.ones((1, 2)), np.zeros(1))]
+    assert not E.check_transparent(net)
+    # one unit x + 1.5: off only where x < -1.5, outside (-1, 1)^2 but inside (-2, 2)^2
+    net = [(np.array([[1.0, 0.0]]), np.array([1.5])), (np.ones((1, 1)), np.zeros(1))]
+    assert E.check_transparent(net) and not E.check_transparent(net, domain=(-2, 2))
+
+
+def test_flip_sets_edge_cases_by_hand():
+    W1, b1 = np.array([[1.0, -1.0], [0.0, 1.0]]), np.array([0.1, -0.2])
+    # terms (1, -1) and (0, 1): no non-empty subset sums to 0 (the first term's entries cancel only in total);
+    # the smallest relative sum is 1 (each single term, and (1, 0) for both)
+    got = E.flip_sets([(W1, b1), (np.array([[1.0, 1.0]]), np.zeros(1))])
+    assert got["subsets"] == [()] and got["margin"] == pytest.approx(1.0, rel=1e-15)
+    # zero output weights: every subset flips nothing (brute force below), the margin is 0
+    zero = [(W1, b1), (np.zeros((1, 2)), np.array([0.3]))]
+    got = E.flip_sets(zero)
+    assert got["subsets"] == [(), (0,), (1,), (0, 1)] and got["margin"] == 0.0
+    assert all(np.abs(E.forward(zero, X2) - E.forward(_flip(zero, T), X2)).max() == 0 for T in got["subsets"])
+    # antiparallel rows (u and -u) are the same hyperplane: not distinct
+    anti = [(np.array([[1.0, 0.5], [-1.0, -0.5]]), np.array([0.1, -0.1])), (np.ones((1, 2)), np.zeros(1))]
+    assert not E.flip_sets(anti)["hypotheses"]["distinct"]
+    # max_width bounds d_1 from above, the bound itself allowed; the default is 16
+    assert E.flip_sets(E.one_layer_network((2, 3, 1), 0), max_width=3)["subsets"] == [()]
+    with pytest.raises(ValueError, match=r"^params: 17 hidden units means 2\^17 subsets \(> 2\^16\)"):
+        E.flip_sets(E.one_layer_network((2, 17, 1), 0))
+
+
+def test_align_with_a_zero_unit_keeps_the_next_layer_scales():
+    # b is a with layer-1 unit 1 zeroed: that unit's least-squares scale is 0, and it must not disturb layer 2's
+    # (same outgoing weights, so every layer-2 scale is 1)
+    a = [(np.array([[1.0, 0.5], [0.4, 0.2], [-0.3, 1.0]]), np.array([0.2, 0.1, -0.1])),
+         (np.array([[1.0, 2.0, -1.0], [0.5, -1.0, 1.5]]), np.array([0.3, -0.2])), (np.array([[1.0, -1.0]]), np.zeros(1))]
+    b = [(a[0][0] * np.array([[1.0], [0.0], [1.0]]), a[0][1] * np.array([1.0, 0.0, 1.0]))] + a[1:]
+    perms, scales, err = E.align(a, b)
+    assert [p.tolist() for p in perms] == [[0, 1, 2], [0, 1]] and err > 0.1
+    np.testing.assert_allclose(scales[0], [1.0, 0.0, 1.0], rtol=1e-15)
+    np.testing.assert_allclose(scales[1], [1.0, 1.0], rtol=1e-15)
+
+
+def test_one_layer_network_distribution():
+    # rows: unit direction times m ~ U(0.5, 2) through a uniform point of the inner 80 % of the box; output
+    # weights +-U(0.5, 1.5), output bias N(0, 0.5^2)
+    (W, b), (W2, c) = E.one_layer_network((2, 400, 300), 1)
+    norms = np.linalg.norm(W, axis=1)
+    assert 0.5 <= norms.min() < 0.55 and 1.95 < norms.max() <= 2.0
+    dist = np.abs(b) / norms                                          # distance of each line from the centre
+    assert dist.max() <= 0.8 * np.sqrt(2) and dist.max() > 0.6 and np.median(dist) > 0.15
+    assert 0.5 <= np.abs(W2).min() < 0.51 and 1.49 < np.abs(W2).max() <= 1.5 and 0.4 < (W2 > 0).mean() < 0.6
+    assert abs(c.mean()) < 0.1 and 0.4 < c.std() < 0.6
+    a, b_ = E.one_layer_network((2, 3, 1), 7), E.one_layer_network((2, 3, 1), 7)
+    assert all(np.array_equal(x[0], y[0]) and np.array_equal(x[1], y[1]) for x, y in zip(a, b_))
+
+
+def test_recover_one_hidden_layer_defaults_queries_and_refusal():
+    theta = E.one_layer_network((2, 3, 1), 5)
+    calls = []
+    oracle = E.CountingOracle(lambda X: calls.append(len(X)) or E.forward(theta, X))
+    nets = E.recover_one_hidden_layer(oracle, 2)
+    again = E.recover_one_hidden_layer(lambda X: E.forward(theta, X), 2, seed=0, n_lines=30)
+    assert len(nets) == len(again) == 1
+    for (W, b), (V, c) in zip(nets[0], again[0]):                    # the defaults are seed 0 and 30 lines
+        assert np.array_equal(W, V) and np.array_equal(b, c)
+    assert 2000 in calls                                             # the output layer is fitted on 2000 points
+    np.testing.assert_allclose(np.linalg.norm(nets[0][0][0], axis=1), 1.0, rtol=1e-12)   # unit normals, +-
+    # |x| = 2 relu(x) - x: its one hyperplane x = 0, either way round, cannot give the linear part
+    with pytest.raises(E.RecoveryError, match=r"^no orientation of the 1 hyperplanes found reproduces f$"):
+        E.recover_one_hidden_layer(lambda X: np.abs(X[:, 0] - 0.1), 2)
