@@ -361,3 +361,119 @@ def test_orient_fractions_at_the_bounds():
     # of 5 zero-coefficient points, 4 are active on + (80 %): +1; only 1 is (20 %): -1
     assert orient(unit_sides(0, [1.0] * 4 + [0.0], [0.0] * 4 + [1.0])) == [1.0, -1.0]
     assert orient(unit_sides(0, [1.0] + [0.0] * 4, [0.0] + [1.0] * 4)) == [-1.0, -1.0]
+
+
+# --- (R2): is a hyperplane a fold all across U? ---------------------------------------------------------
+
+def test_is_full_fold_accepts_exact_folds_only():
+    R = recoverer(relu_box(), 2)
+    full, Q = R.is_full_fold(KEY, full_level(2))
+    assert full and len(Q) == 12 and np.abs(Q @ KEY[:-1] + KEY[-1]).max() < 1e-12
+    assert R.inside(Q, full_level(2), 1e-3).all()
+    assert not R.is_full_fold(KEY + np.array([0.0, 0.0, 5e-6]), full_level(2))[0]   # 5e-6 off the fold
+    true = np.array([0.0, 1.0, -0.3])                                             # axis-aligned fold
+    assert recoverer(relu_box(true), 2).is_full_fold(true, full_level(2))[0]
+    # a hyperplane that is no fold, for f of size ~1e6: finite-difference noise is no slope jump
+    R = recoverer(relu_box(scale=1e6), 2)
+    assert not R.is_full_fold(np.array([0.8, -0.6, 0.1]), full_level(2))[0]
+
+
+def test_is_full_fold_point_counts_and_the_90_percent_bar():
+    R = recoverer(relu_box(), 2)
+    R.pool = on_plane(KEY, [-0.4, -0.1, 0.2, 0.5])                       # 4 test points: enough
+    full, Q = R.is_full_fold(KEY, full_level(2))
+    assert full and len(Q) == 4
+    R.pool = on_plane(KEY, [-0.4, -0.1, 0.2])                            # 3: too few, not a full fold
+    full, Q = R.is_full_fold(KEY, full_level(2))
+    assert not full and len(Q) == 3
+    # f = relu(y + relu(x - 0.5)): y = 0 is a fold for x < 0.5 only; 9 of 10 test points there: 90 %
+    R = recoverer(lambda X: np.maximum(X[:, 1] + np.maximum(X[:, 0] - 0.5, 0.0), 0.0), 2)
+    xs = [-0.8, -0.6, -0.45, -0.3, -0.15, 0.0, 0.1, 0.25, 0.4, 0.7]
+    R.pool = np.array([[x, 0.0] for x in xs])
+    full, Q = R.is_full_fold(np.array([0.0, 1.0, 0.0]), full_level(2), k=12)
+    assert full and len(Q) == 10
+    R.pool = np.array([[x, 0.0] for x in xs[1:] + [0.8]])              # 8 of 10: no
+    assert not R.is_full_fold(np.array([0.0, 1.0, 0.0]), full_level(2))[0]
+
+
+def test_points_on_uses_at_most_4000_pool_points():
+    R = recoverer(relu_box(), 2)
+    R.rng = np.random.default_rng(7)
+    perm = np.random.default_rng(7).permutation(4001)
+    n = KEY[:-1]
+    pool = np.tile(on_plane(KEY, [5.0]) + 0.3 * n, (4001, 1))          # projections far outside the box
+    pool[perm[4000]] = on_plane(KEY, [0.1])[0] + 0.3 * n               # the one inside: 4001st drawn
+    R.pool = pool
+    assert len(R.points_on(KEY, full_level(2), 12)) == 0
+    R.rng = np.random.default_rng(7)
+    pool[perm[3999]] = pool[perm[4000]]                                # now the 4000th: used
+    Q = R.points_on(KEY, full_level(2), 12)
+    assert len(Q) == 1 and np.allclose(Q[0], on_plane(KEY, [0.1])[0], atol=1e-12)
+
+
+def test_output_layer_fits_an_affine_box_in_the_level_coordinates():
+    M, m = np.array([[0.5, -1.0], [2.0, 0.3]]), np.array([0.1, -0.4])
+    oracle = E.CountingOracle(lambda X: X @ M.T + m)
+    R = recoverer(oracle, 2)
+    A, a = np.array([[1.0, 0.5], [-0.2, 1.0]]), np.array([0.3, -0.1])
+    lv = E._Level(A, a, np.zeros((0, 2)), np.zeros(0))
+    q = oracle.n_queries
+    W, b = R.output_layer(lv)
+    assert oracle.n_queries - q == 200                                  # 200 points of U
+    Wt = M @ np.linalg.inv(A)                                            # f = M x + m = Wt (A x + a) + bt
+    assert np.allclose(W, Wt, atol=1e-10) and np.allclose(b, m - Wt @ a, atol=1e-10)
+
+
+# --- (R1): fold points along lines and their local hyperplanes ---------------------------------------------
+
+def test_fold_hyperplanes_in_one_dimension_by_hand():
+    # in 1-D every line is the whole segment and crosses each kink once: n_found = kinks x lines
+    R = recoverer(kinked([0.31], [1.3]), 1, n_lines=7)
+    clusters, n_found = R.fold_hyperplanes(full_level(1))
+    assert n_found == 7 and len(clusters) == 1 and np.allclose(clusters[0], [1.0, -0.31], atol=1e-8)
+    R = recoverer(kinked([-0.4, 0.31], [1.3, -0.8]), 1, n_lines=7)
+    clusters, n_found = R.fold_hyperplanes(full_level(1))
+    assert n_found == 14 and len(clusters) == 2
+    assert np.allclose(sorted(c[1] for c in clusters), [-0.31, 0.4], atol=1e-8)
+    assert all(c[0] == pytest.approx(1.0, abs=1e-12) for c in clusters)   # largest entry made positive
+
+
+def test_fold_hyperplanes_needs_ten_start_points():
+    R = recoverer(kinked([0.31], [1.3]), 1, n_lines=3)
+    R.pool = np.linspace(-0.9, 0.9, 10)[:, None]
+    clusters, n_found = R.fold_hyperplanes(full_level(1))
+    assert n_found == 3 and len(clusters) == 1
+    R.pool = np.linspace(-0.9, 0.9, 9)[:, None]
+    assert R.fold_hyperplanes(full_level(1)) == (None, 0)
+
+
+class _Lines:
+    """A stand-in for the random generator of ``fold_hyperplanes``: chosen start points and directions."""
+
+    def __init__(self, starts, dirs):
+        self.starts, self.dirs = iter(starts), iter(dirs)
+
+    def integers(self, n):
+        return next(self.starts)
+
+    def normal(self, size):
+        return np.array(next(self.dirs), float)
+
+
+def test_fold_hyperplanes_on_chosen_lines():
+    # folds x = 0.2, y = 0.105, y = 0.095 and 0.6 (x - 0.20002) + 0.8 (y + 0.5) = 0. Line A runs nearly
+    # along x through (-0.5, 0.1), between the two y-folds (0.005 away); B along x at y = -0.5 (two kinks
+    # 2e-5 apart); C nearly along y through (0.19, 0), meeting x = 0.2 at a grazing angle (|n.v| < 0.05:
+    # that point is skipped); D nearly along -y through (-0.3, 0). Fold points: A 2, B 2, C 3, D 3.
+    f = lambda X: (np.maximum(X[:, 0] - 0.2, 0.0) + 0.7 * np.maximum(X[:, 1] - 0.105, 0.0)
+                   + 0.5 * np.maximum(0.095 - X[:, 1], 0.0)
+                   + 0.9 * np.maximum(0.6 * (X[:, 0] - 0.20002) + 0.8 * (X[:, 1] + 0.5), 0.0))
+    R = recoverer(f, 2, n_lines=4)
+    R.pool = np.vstack([[[-0.5, 0.1], [0.0, -0.5], [0.19, 0.0], [-0.3, 0.0]], np.full((8, 2), 0.5)])
+    R.rng = _Lines([0, 1, 2, 3], [(1.0, 1e-3), (3.0, 0.0), (0.03, 1.0), (0.1, -1.0)])
+    clusters, n_found = R.fold_hyperplanes(full_level(2))
+    want = [np.array([1.0, 0.0, -0.2]), np.array([0.0, 1.0, -0.105]), np.array([0.0, 1.0, -0.095]),
+            np.array([0.6, 0.8, 0.8 * 0.5 - 0.6 * 0.20002])]
+    assert n_found == 10 and len(clusters) == 4
+    for w in want:                      # each once, its largest entry positive
+        assert min(np.abs(c - w).max() for c in clusters) < 1e-7
