@@ -477,3 +477,81 @@ def test_fold_hyperplanes_on_chosen_lines():
     assert n_found == 10 and len(clusters) == 4
     for w in want:                      # each once, its largest entry positive
         assert min(np.abs(c - w).max() for c in clusters) < 1e-7
+
+
+# --- Algorithm R: the level recursion, its log and the attempt budget ----------------------------------------
+
+PREFIX = "no reconstruction reproduced f on fresh points of the whole domain; "
+
+
+def _fails(f, d0, **kw):
+    R = recoverer(f, d0, **kw)
+    with pytest.raises(E.RecoveryError) as err:
+        R.run()
+    return R, str(err.value)
+
+
+def test_recover_logs_why_each_level_stopped():
+    # a two-hidden-layer net with max_layers = 1: the second layer is refused (and max_layers = 2 suffices)
+    net = E.identifiable_network((2, 2, 2, 1), 1)
+    R, msg = _fails(lambda X: E.forward(net, X), 2, max_layers=1)
+    assert msg.startswith(PREFIX + "more than 1 hidden layers")
+    got = recoverer(lambda X: E.forward(net, X), 2, max_layers=2).run()
+    assert E.widths_of(got) == [2, 2, 2, 1]
+    # a domain narrower than the probing margin: nothing to probe
+    R, msg = _fails(lambda X: X[:, 0] + np.maximum(X[:, 1], 0.0), 2, domain=(0.0, 1e-3))
+    assert msg == PREFIX + "level 1: all-on region too small to probe"
+    with pytest.raises(E.RecoveryError, match="no hidden unit to recover"):
+        E.recover_one_hidden_layer(lambda X: X[:, 0] + np.maximum(X[:, 1], 0.0), 2, domain=(0.0, 1e-3))
+    # relu(relu(x) + y - 0.5): its folds bend (x = 0 only where y > 0.5): no straight candidate
+    R, msg = _fails(lambda X: np.maximum(np.maximum(X[:, 0], 0.0) + X[:, 1] - 0.5, 0.0), 2)
+    assert msg == PREFIX + "level 1: folds but no straight candidate in U"
+    # three hyperplanes in the plane (sign_flip_231): the naive rule refuses, the subset search finds no
+    # subset with zero coefficients
+    theta, _, _ = E.counterexample("sign_flip_231")
+    R, msg = _fails(lambda X: E.forward(theta, X), 2, subset_search=False)
+    assert msg == PREFIX + "level 1: 3 straight candidates > 2 (a deeper fold masquerades as a hyperplane)"
+    R, msg = _fails(lambda X: E.forward(theta, X), 2)
+    assert msg == PREFIX + "level 1: no subset of 3 candidates passed the zero-coefficient test"
+    # a (2, 3, 1) net: one subset's second level has an empty all-on region
+    net = E.one_layer_network((2, 3, 1), 1)
+    R, msg = _fails(lambda X: E.forward(net, X), 2)
+    assert "level 2: all-on region too small to probe" in R.log
+
+
+def test_recover_widths_one_and_the_naive_rule_at_full_width():
+    net = [(np.array([[0.6, -0.8]]), np.array([0.1])), (np.array([[1.5]]), np.array([-0.2]))]
+    got = recoverer(lambda X: E.forward(net, X), 2).run()                 # a width-1 layer: subsets of size 1
+    assert E.widths_of(got) == [2, 1, 1] and E.equivalent(net, got)
+    net = E.one_layer_network((2, 2, 1), 3)                              # 2 candidates = d0: the naive rule
+    got = recoverer(lambda X: E.forward(net, X), 2, subset_search=False).run()
+    assert E.widths_of(got) == [2, 2, 1] and E.equivalent(net, got)
+
+
+def test_recovered_hidden_rows_are_normalised():
+    # (R4): each recovered hidden unit (W_l[i], b_l[i]) is scaled to unit norm (a positive scaling, so the
+    # function is unchanged)
+    net = E.identifiable_network((3, 3, 2, 1), 1)
+    got = recoverer(lambda X: E.forward(net, X), 3).run()
+    for W, b in got[:-1]:
+        assert np.allclose(np.sqrt((W ** 2).sum(1) + b ** 2), 1.0, atol=1e-12)
+    X = np.random.default_rng(5).uniform(-1, 1, (2000, 3))
+    assert np.abs(E.forward(got, X) - E.forward(net, X)).max() < 1e-6
+
+
+def test_recover_attempt_budget_and_error_message():
+    # an extra fold near the edge: both candidates of the recursion fail certification
+    net = E.identifiable_network((2, 2, 2, 1), 1)
+    f = lambda X: E.forward(net, X)[:, 0] + 0.5 * np.maximum(X[:, 0] - 0.9, 0.0)
+    failed = lambda R: sum(line.endswith("failed certification") for line in R.log)
+    for budget, tried in ((1, 1), (2, 2), (3, 2)):                  # min(budget, candidates = 2)
+        R, msg = _fails(f, 2, max_attempts=budget)
+        assert failed(R) == tried
+    assert R.attempts_left == 1
+    # the message carries the last six log lines, "; "-separated
+    R = recoverer(f, 2, max_attempts=2)
+    R.log = [f"old {i}" for i in range(5)]
+    with pytest.raises(E.RecoveryError) as err:
+        R.run()
+    assert str(err.value) == (PREFIX + "old 1; old 2; old 3; old 4; candidate [2, 2, 2, 1] failed certification; "
+                              "candidate [2, 2, 1] failed certification")
