@@ -1055,3 +1055,107 @@ def test_recover_one_hidden_layer_defaults_queries_and_refusal():
     # |x| = 2 relu(x) - x: its one hyperplane x = 0, either way round, cannot give the linear part
     with pytest.raises(E.RecoveryError, match=r"^no orientation of the 1 hyperplanes found reproduces f$"):
         E.recover_one_hidden_layer(lambda X: np.abs(X[:, 0] - 0.1), 2)
+
+
+def test_geometry_helpers_more_cases_by_hand():
+    assert E._box_crossing(np.array([[1.0, 1.0], [1.0, 0.0]]), np.array([2.0, 1.5]), (-1.0, 1.0)).tolist() == [False, False]
+    sq = np.array([[0.0, 0.0], [2.0, 0.0], [2.0, 2.0], [0.0, 2.0]])
+    key = np.array([1.0, 1.0, -1.0]) / np.sqrt(2)                  # x + y = 1 cuts (1, 0) and (0, 1): t = (y - x) / sqrt 2
+    assert E._chord(key, sq) == pytest.approx((-1 / np.sqrt(2), 1 / np.sqrt(2)), rel=1e-12)
+    twice = np.array([[0.0, 0.0], [2.0, 0.0], [2.0, 2.0], [2.0, 2.0], [0.0, 2.0]])   # a repeated corner, touched
+    assert E._chord(np.array([1.0, 1.0, -4.0]) / np.sqrt(2), twice) is None
+    p, q = np.array([0.0, 0.0]), np.array([10.0, 0.0])               # tol 1e-8 in length: 1e-9 of this segment
+    assert E._on_segments(np.array([5e-7, 0.0]), [(p, q)]) and not E._on_segments(q, [(p, q)])
+    assert not E._on_segments(np.array([10.0 + 5e-9, 0.0]), [(p, q)])
+    z = np.zeros(2)
+    two = [E.Edge(z, np.array([1.0, 0.0]), 0, 1, [], True), E.Edge(z, np.array([0.0, 3.0]), 0, 2, [], True)]
+    assert E.lemma21_lengths(two)["fold_not_zero"] == 2.0
+    with pytest.raises(TypeError, match=r"^edges must be a list of Edge objects"):
+        E.lemma21_lengths([1])
+    net = [(np.eye(2), np.zeros(2)), (np.array([[1.0, 0.0]]), np.zeros(1))]
+    regions = E.linear_regions_2d(net)
+    edges = E.region_edges(net, regions)
+    with pytest.raises(TypeError, match=r"^edges must be a list of Edge objects"):
+        E.greedy_layers(regions, [1])
+    with pytest.raises(TypeError, match=r"^regions must be a list of Region objects"):
+        E.greedy_layers([1], edges)
+    with pytest.raises(ValueError, match=r"^max_order must be"):
+        E.greedy_layers(regions, edges, max_order=0)
+    # folds that no unit vanishes on (hand-made edges) get layer 0
+    bare = [E.Edge(e.p, e.q, e.region, e.neighbour, [], e.fold) for e in edges]
+    assert [p["layer"] for p in E.greedy_layers(regions, bare)["pieces"]] == [0]
+
+
+def _longest_paths(n, graph):
+    """Longest directed path from each node, by brute-force enumeration of paths (depth-first)."""
+    children = {i: [c for p, c in graph if p == i] for i in range(n)}
+    def depth(i):
+        return max((1 + depth(c) for c in children[i]), default=0)
+    return [depth(i) for i in range(n)]
+
+
+@pytest.mark.parametrize("seed, paths", [(4, False), (0, True)])
+def test_greedy_layers_paths_and_unassigned_length_against_independent_counts(seed, paths):
+    net = E.identifiable_network((2, 2, 2, 2, 1), seed, paths=paths)
+    regions = E.linear_regions_2d(net)
+    edges = E.region_edges(net, regions)
+    g = E.greedy_layers(regions, edges)
+    assert g["longest_path"] == _longest_paths(len(g["pieces"]), g["graph"])
+    assert max(g["longest_path"]) >= 2                               # a path through three orders
+    assert all(G["order"] > g["pieces"][h]["order"] for h, gi in g["graph"] for G in [g["pieces"][gi]])
+    # stopping after order 1 leaves every fold but the full lines unassigned
+    one = E.greedy_layers(regions, edges, max_order=1)
+    lengths = E.lemma21_lengths(edges)
+    lines = sum(np.linalg.norm(q - p) for P in one["pieces"] for p, q in P["segments"])
+    assert all(P["order"] == 1 for P in one["pieces"]) and lines > 1
+    assert one["unassigned_length"] == pytest.approx(lengths["zero_and_fold"] + lengths["fold_not_zero"] - lines, rel=1e-9)
+    two = E.greedy_layers(regions, edges, max_order=2)
+    assert max(P["order"] for P in two["pieces"]) == 2 and two["unassigned_length"] < one["unassigned_length"]
+
+
+def test_dependency_paths_are_scale_invariant():
+    # the net x -> h(x / 2) on (-2, 2)^2 is the net h on (-1, 1)^2 drawn twice as large: the same lines and paths
+    for net in (E.identifiable_network((2, 2, 2, 1), 0, paths=True), E.identifiable_network((2, 2, 2, 2, 1), 3)):
+        half = [(net[0][0] / 2, net[0][1])] + net[1:]
+        a, b = E.dependency_paths(net), E.dependency_paths(half, (-2, 2))
+        assert [(d["lines"], d["selected"], d["ok"]) for d in a] == [(d["lines"], d["selected"], d["ok"]) for d in b]
+        assert any(d["lines"] for d in a)
+
+
+def test_small_functions_more_cases():
+    a = [(np.array([[1.0, 0.5], [0.4, 0.2], [-0.3, 1.0]]), np.array([0.2, 0.1, -0.1])),
+         (np.array([[1.0, 2.0, -1.0]]), np.array([0.3]))]
+    b = [(a[0][0] * np.array([[1.0], [0.0], [1.0]]), a[0][1] * np.array([1.0, 0.0, 1.0])), a[1]]
+    assert not E.equivalent(a, b, atol=10.0)                       # a zero scale is not a positive one
+    assert E.equivalent(a, a, atol=0.0)                             # err = 0 <= atol = 0
+    with pytest.raises(ValueError, match=r"^params_a must be"):
+        E.equivalent("ab", a)
+    with pytest.raises(ValueError, match=r"^params_b must be"):
+        E.equivalent(a, "ab")
+    # at the kink u = 0 the Jacobian takes the active side: the right-sided difference quotient in b_1
+    net = [(np.array([[1.0]]), np.zeros(1)), (np.array([[2.0]]), np.zeros(1))]
+    X0 = np.array([[0.0]])
+    up = [(np.array([[1.0]]), np.array([1e-7])), net[1]]
+    np.testing.assert_allclose(E.param_jacobian(net, X0)[0, 1], (E.forward(up, X0) - E.forward(net, X0))[0, 0] / 1e-7)
+    W1, b1 = E.random_network([2, 4000, 1], seed=1, bias_std=0.5)[0]
+    assert abs(b1.mean()) < 0.05                                  # N(0, bias_std^2) biases
+    big = E.random_network([2, 300, 300, 1], seed=0)
+    assert np.log(np.concatenate(E.random_symmetry(big, seed=2)[1])).std() == pytest.approx(0.5, rel=0.1)   # default
+    p1, s1 = E.random_symmetry(big, seed=2)
+    p2, s2 = E.random_symmetry(big, seed=2)
+    assert all(np.array_equal(x, y) for x, y in zip(p1 + s1, p2 + s2))
+    with pytest.raises(ValueError, match=r"^Thm 2.1 needs d_0 >= d_1 >= ... >= d_\(L-1\) >= 2, got \[3, 3, 2, 3, 1\]$"):
+        E.identifiable_network((3, 3, 2, 3, 1), 0)
+    # a layer-2 unit equal to layer-1 unit 0 where only that unit is on (W2 row (1, 0), bias 0): margin 3 is 0
+    net = [(np.array([[1.0, 0.3], [-0.2, 1.0]]), np.array([0.1, -0.3])),
+           (np.array([[1.0, 0.0], [0.4, -0.7]]), np.array([0.0, 0.2])), (np.ones((1, 2)), np.zeros(1))]
+    assert E.check_general(net)["margin3"] < 1e-12
+    oracle = E.CountingOracle(lambda X: X[:, 0])
+    assert oracle(np.zeros((0, 2))).shape == (0,) and oracle.n_queries == 0
+
+
+def test_recover_defaults():
+    net = E.identifiable_network((2, 2, 2, 1), 1)
+    f = lambda X: E.forward(net, X)
+    got, again = E.recover(f, 2), E.recover(f, 2, seed=0, n_lines=30)
+    assert all(np.array_equal(x[0], y[0]) and np.array_equal(x[1], y[1]) for x, y in zip(got, again))
