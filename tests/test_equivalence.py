@@ -1159,3 +1159,34 @@ def test_recover_defaults():
     f = lambda X: E.forward(net, X)
     got, again = E.recover(f, 2), E.recover(f, 2, seed=0, n_lines=30)
     assert all(np.array_equal(x[0], y[0]) and np.array_equal(x[1], y[1]) for x, y in zip(got, again))
+
+
+def test_region_edges_thin_regions_and_missing_neighbours():
+    # lines x = 0 and x = w, a strip of width w: the neighbour across each edge holds the edge's midpoint
+    for w, lo in ((1.5e-7, -1.0), (1e-6, -5.0)):
+        net = [(np.array([[1.0, 0.0], [1.0, 0.0]]), np.array([0.0, -w])), (np.array([[1.0, 2.0]]), np.zeros(1))]
+        regions = E.linear_regions_2d(net, (lo, -lo))
+        inner = [e for e in E.region_edges(net, regions, (lo, -lo)) if e.neighbour >= 0]
+        assert len(inner) == 4
+        for e in inner:
+            P = regions[e.neighbour].poly
+            x = 0.5 * (e.p[0] + e.q[0])
+            assert P[:, 0].min() - 1e-15 <= x <= P[:, 0].max() + 1e-15 and regions[e.neighbour].pattern != regions[e.region].pattern
+    # h = relu(x) + relu(y) given only its two upper regions: the edges on y = 0 have no neighbour and no fold
+    net = [(np.eye(2), np.zeros(2)), (np.ones((1, 2)), np.zeros(1))]
+    upper = [r for r in E.linear_regions_2d(net) if r.pattern[1]]
+    assert len(upper) == 2
+    for e in E.region_edges(net, upper):
+        if abs(e.p[1]) < 1e-12 and abs(e.q[1]) < 1e-12:
+            assert e.neighbour == -1 and e.fold is False
+
+
+def test_cond1_margin_maxima_and_flat_regions_without_vertices():
+    # 1.5 - |x - 0.2| - |y + 0.1| has its only interior optimum, a maximum, at (0.2, -0.1)
+    net = _around(0.2, -0.1, [[-1, -1, -1, -1]], [1.5])
+    assert E._cond1_margin(net, (-1, 1)) == pytest.approx(1.5, rel=1e-12)
+    # relu(x - 0.2) - 0.7 is flat where x < 0.2; no two lines meet inside the box, so only the flat region counts
+    net = [(np.array([[1.0, 0.0]]), np.array([-0.2])), (np.array([[1.0]]), np.array([-0.7])), (np.ones((1, 1)), np.zeros(1))]
+    assert E._cond1_margin(net, (-1, 1)) == pytest.approx(0.7, rel=1e-12)
+    net = [(np.array([[-1.0, 0.0]]), np.array([0.2])), (np.array([[1.0]]), np.array([-0.7])), (np.ones((1, 1)), np.zeros(1))]
+    assert E._cond1_margin(net, (-1, 1)) == pytest.approx(0.7, rel=1e-12)
