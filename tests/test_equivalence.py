@@ -1190,3 +1190,23 @@ def test_cond1_margin_maxima_and_flat_regions_without_vertices():
     assert E._cond1_margin(net, (-1, 1)) == pytest.approx(0.7, rel=1e-12)
     net = [(np.array([[-1.0, 0.0]]), np.array([0.2])), (np.array([[1.0]]), np.array([-0.7])), (np.ones((1, 1)), np.zeros(1))]
     assert E._cond1_margin(net, (-1, 1)) == pytest.approx(0.7, rel=1e-12)
+
+
+def test_jacobian_deficit_small_cases_by_hand():
+    # 1-1-1 net, unit x: on mixed-sign inputs neither dead nor always active, one known direction (P/M): explained 0;
+    # J rows (0, 0, 0, 1), (0.5, 1, 0.5, 1), (1, 1, 1, 1): rank 3 = the bound
+    net = [(np.array([[1.0]]), np.zeros(1)), (np.array([[1.0]]), np.zeros(1))]
+    r = E.jacobian_deficit(net, np.array([[-0.5], [0.5], [1.0]]))
+    assert (r["rank"], r["bound"], r["explained"], r["dead"], r["always_active"]) == (3, 3, 0, 0, 0)
+    # dead on every input: the known directions (1, 0, -1, 0), e_W1, e_b1, e_W2 have K^T K = [[2, 0, -1], [0, 1, 0],
+    # [-1, 0, 2]] on the first three coordinates: singular values sqrt 3, 1, 1 (ratio 0.577)
+    Xneg = np.array([[-0.5], [-1.0]])
+    assert E.jacobian_deficit(net, Xneg)["explained"] == 2
+    assert E.jacobian_deficit(net, Xneg, rel_tol=0.7)["explained"] == 0    # 1 < 0.7 sqrt 3: one direction left
+    assert E.jacobian_deficit(net, Xneg, rel_tol=0.5)["explained"] == 2    # 1 > 0.5 sqrt 3
+    # (2, 3, 1) with unit 0 dead: its 2 + 1 incoming and 1 outgoing weights are free (3 beyond its P/M direction);
+    # the two live units cross the samples: rank = 2 (2 + 1) + 1 - 2 = 7, bound 13 - 3 = 10, deficit 3, other 0
+    net = [(np.array([[1.0, 0.5], [0.3, -1.0], [-0.7, 0.4]]), np.array([-5.0, 0.1, -0.2])),
+           (np.array([[1.0, 2.0, -1.5]]), np.array([0.3]))]
+    r = E.jacobian_deficit(net, X2[:300])
+    assert (r["rank"], r["bound"], r["deficit"], r["explained"], r["other"], r["dead"]) == (7, 10, 3, 3, 0, 1)
