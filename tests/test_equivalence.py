@@ -1063,7 +1063,10 @@ def test_geometry_helpers_more_cases_by_hand():
     key = np.array([1.0, 1.0, -1.0]) / np.sqrt(2)                  # x + y = 1 cuts (1, 0) and (0, 1): t = (y - x) / sqrt 2
     assert E._chord(key, sq) == pytest.approx((-1 / np.sqrt(2), 1 / np.sqrt(2)), rel=1e-12)
     twice = np.array([[0.0, 0.0], [2.0, 0.0], [2.0, 2.0], [2.0, 2.0], [0.0, 2.0]])   # a repeated corner, touched
-    assert E._chord(np.array([1.0, 1.0, -4.0]) / np.sqrt(2), twice) is None
+    with __import__("warnings").catch_warnings():
+        __import__("warnings").simplefilter("error")                 # a vertex on the line: no division by 0
+        assert E._chord(np.array([1.0, 1.0, -4.0]) / np.sqrt(2), twice) is None
+        assert E._chord(np.array([1.0, 0.0, -1.0]), sq) == pytest.approx((0.0, 2.0))
     p, q = np.array([0.0, 0.0]), np.array([10.0, 0.0])               # tol 1e-8 in length: 1e-9 of this segment
     assert E._on_segments(np.array([5e-7, 0.0]), [(p, q)]) and not E._on_segments(q, [(p, q)])
     assert not E._on_segments(np.array([10.0 + 5e-9, 0.0]), [(p, q)])
