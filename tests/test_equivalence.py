@@ -1213,3 +1213,33 @@ def test_jacobian_deficit_small_cases_by_hand():
            (np.array([[1.0, 2.0, -1.5]]), np.array([0.3]))]
     r = E.jacobian_deficit(net, X2[:300])
     assert (r["rank"], r["bound"], r["deficit"], r["explained"], r["other"], r["dead"]) == (7, 10, 3, 3, 0, 1)
+
+
+def test_identifiable_network_failure_messages_and_domain_of_the_paths():
+    with pytest.raises(RuntimeError, match=r"^no network accepted after 1 draws for widths \[2, 2, 2, 1\] with the dependency paths$"):
+        E.identifiable_network((2, 2, 2, 1), 0, max_tries=1, paths=True)
+    with pytest.raises(RuntimeError, match=r"^no network accepted after 1 draws for widths \[2, 2, 2, 2, 2, 2, 1\]$"):
+        E.identifiable_network((2, 2, 2, 2, 2, 2, 1), 0, max_tries=1)
+    for s in range(3):                                  # the paths are confirmed on the box the net is drawn for
+        net = E.identifiable_network((2, 2, 2, 1), s, domain=(-2, 2), paths=True)
+        assert all(d["ok"] for d in E.dependency_paths(net, (-2, 2)))
+
+
+def test_region_edges_thin_strip_with_clockwise_polygons():
+    w = 1.5e-7                                          # the probe (1e-7 outside the edge) stays inside the strip
+    net = [(np.array([[1.0, 0.0], [1.0, 0.0]]), np.array([0.0, -w])), (np.array([[1.0, 2.0]]), np.zeros(1))]
+    cw = [E.Region(r.poly[::-1].copy(), r.pattern, r.pre, r.out) for r in E.linear_regions_2d(net)]
+    for e in E.region_edges(net, cw):
+        if e.neighbour >= 0:
+            P = cw[e.neighbour].poly
+            assert P[:, 0].min() - 1e-15 <= 0.5 * (e.p[0] + e.q[0]) <= P[:, 0].max() + 1e-15
+
+
+def test_recover_one_hidden_layer_tolerance_is_relative():
+    # f = 100 h + 1e-6 relu(x - 0.3): the extra fold is below the relative tolerance 1e-7 (1 + max|f|) of the fit
+    # and of the certification, so the net of h (times 100) is accepted as reproducing f
+    theta = E.one_layer_network((2, 3, 1), 5)
+    f = lambda X: 100.0 * E.forward(theta, X)[:, 0] + 1e-6 * np.maximum(X[:, 0] - 0.3, 0.0)
+    nets = E.recover_one_hidden_layer(f, 2)
+    X = RNG.uniform(-1, 1, (2000, 2))
+    assert len(nets) == 1 and np.abs(E.forward(nets[0], X)[:, 0] - f(X)).max() < 1e-7 * (1 + np.abs(f(X)).max())
