@@ -108,6 +108,21 @@ def test_breakpoints_keeps_searching_after_an_unresolvable_pair():
     assert all(min(abs(t - k) for k in kinks) < 1e-6 for t in out)
 
 
+def test_breakpoints_affine_at_large_scale_despite_rounding():
+    # f ~ 1e6: the end slopes differ by rounding (~1e-5), far below the slope tolerance 1e-6 fscale ~ 1
+    out, n = _breaks(kinked([], [], slope=1.234567, offset=-0.3456, scale=1e6), -0.77, 0.93)
+    assert out == [] and n == 5
+
+
+@pytest.mark.parametrize("end", ["left", "right"])
+def test_breakpoints_resolve_a_close_pair_near_either_end_of_a_long_segment(end):
+    # a 256-long segment, kinks 3e-5 apart 1e-3 from one end: 20+ bisections towards that end separate them
+    L = 256.0
+    ks = [1e-3, 1e-3 + 3e-5] if end == "left" else [L - 1e-3 - 3e-5, L - 1e-3]
+    out, _ = _breaks(kinked(ks, [0.5, -1.5], slope=0.0, offset=0.0), 0.0, L)
+    assert len(out) == 2 and np.abs(np.array(out) - ks).max() < 1e-12
+
+
 # --- the line and region geometry ------------------------------------------------------------------------
 
 def test_clip_line_by_hand():
@@ -126,6 +141,11 @@ def test_clip_line_by_hand():
     assert t0 == pytest.approx(-1.19, abs=1e-12) and t1 == pytest.approx(1.79, abs=1e-12)
     t0, t1 = R._clip_line(x0, np.array([0.0, -1.0]), lv, m)
     assert t0 == pytest.approx(-2.29, abs=1e-12) and t1 == pytest.approx(0.69, abs=1e-12)
+    # a start on the shrunk box' edge (y = 1 - 0.01, domain (-1, 1)), moving out by 1e-15 per unit:
+    # that row is not parallel to the line (only |n.v| < 1e-15 is), so the line ends at t = 0
+    R = recoverer(lambda X: X[:, 0], 2)
+    t0, t1 = R._clip_line(np.array([0.2, 0.99]), np.array([1.0, 1e-15]), full_level(2), 0.01)
+    assert t0 == pytest.approx(-1.19, abs=1e-12) and t1 == 0.0
 
 
 def test_inside_is_the_open_shrunk_box_and_level_by_hand():
@@ -190,6 +210,7 @@ def test_certify_tolerance_is_relative_to_the_scale_of_f():
     q = oracle.n_queries
     assert R.certify(shifted(0.5e-7))
     assert oracle.n_queries - q == 64 + 1000                         # two fresh batches: 64, 1000 points
+    assert R.certify(shifted(1e-7))                                  # an error of exactly 1e-7 passes
     q = oracle.n_queries
     assert not R.certify(shifted(1.5e-7))                            # 1.5e-7 > 1e-7 * 1
     assert oracle.n_queries - q == 64                                # refused on the first batch
