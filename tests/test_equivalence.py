@@ -1243,3 +1243,18 @@ def test_recover_one_hidden_layer_tolerance_is_relative():
     nets = E.recover_one_hidden_layer(f, 2)
     X = RNG.uniform(-1, 1, (2000, 2))
     assert len(nets) == 1 and np.abs(E.forward(nets[0], X)[:, 0] - f(X)).max() < 1e-7 * (1 + np.abs(f(X)).max())
+
+
+def test_cond1_margin_two_flat_regions_and_nearby_vertices():
+    # layer 2: relu(x - 0.2) - a (flat, -a, where x < 0.2) and relu(0.2 - x) - c (flat, -c, where x > 0.2); all
+    # lines are vertical, so there is no interior vertex: the margin is min(a, c), whichever region holds it
+    for a, c in ((0.7, 0.9), (0.9, 0.7)):
+        net = [(np.array([[1.0, 0.0], [-1.0, 0.0]]), np.array([-0.2, 0.2])),
+               (np.eye(2), np.array([-a, -c])), (np.ones((1, 2)), np.zeros(1))]
+        assert E._cond1_margin(net, (-1, 1)) == pytest.approx(0.7, rel=1e-12)
+    # |x - 0.2| + |y + 0.1| - 1.5 with an extra layer-1 line x + y = 0.3 (not used by layer 2): more interior
+    # vertices near the minimum, none of them an optimum of any unit; the margin stays 1.5
+    W1 = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0], [0.0, -1.0], [1.0, 1.0]])
+    net = [(W1, np.array([-0.2, 0.1, 0.2, -0.1, -0.3])), (np.array([[1.0, 1.0, 1.0, 1.0, 0.0]]), np.array([-1.5])),
+           (np.ones((1, 1)), np.zeros(1))]
+    assert E._cond1_margin(net, (-1, 1)) == pytest.approx(1.5, rel=1e-12)
