@@ -576,3 +576,14 @@ def test_recover_attempt_budget_and_error_message():
         R.run()
     assert str(err.value) == (PREFIX + "old 1; old 2; old 3; old 4; candidate [2, 2, 2, 1] failed certification; "
                               "candidate [2, 2, 1] failed certification")
+
+
+def test_refine_ignores_rounding_noise_of_a_large_box():
+    # f ~ 1e6: at points with no kink near them the one-sided slopes differ by rounding only (below the
+    # 1e-6 fscale bar), so those 20 points stay out of the fit
+    rough = rotated_key(KEY, 2e-4, 1e-4)
+    n = rough[:-1]
+    Q = np.vstack([on_plane(KEY, [-0.5, 0.0, 0.5], [3e-4, -2e-4, 1e-4], n),
+                   on_plane(KEY, np.linspace(-0.4, 0.4, 20), np.full(20, 0.2), n)])
+    key, P = recoverer(relu_box(scale=1e6), 2).refine(rough, Q)
+    assert np.allclose(key, KEY, atol=1e-9) and len(P) == 3
