@@ -587,3 +587,19 @@ def test_refine_ignores_rounding_noise_of_a_large_box():
                    on_plane(KEY, np.linspace(-0.4, 0.4, 20), np.full(20, 0.2), n)])
     key, P = recoverer(relu_box(scale=1e6), 2).refine(rough, Q)
     assert np.allclose(key, KEY, atol=1e-9) and len(P) == 3
+
+
+def test_orient_bounds_are_inclusive_where_the_solve_is_exact():
+    # axis-aligned normals: the least-squares coefficients are the gradient entries, bit for bit, so the
+    # bars can be met exactly (f = 0: fscale = 1). A coefficient of exactly 1e-6 fscale is not live; one of
+    # exactly 1e-3 of the other side's counts as zero.
+    e1, e2 = np.eye(3)[0], np.eye(3)[1]
+    cands = [np.append(e1, 0.1), np.append(e2, -0.2)]
+    grad = lambda own, oth, c: np.array([ci * own + 0.5 * oth for ci in c])
+    minus_side = (grad(e2, e1, [0.0] * 5), grad(e2, e1, [1.0] * 5))
+    R = recoverer(lambda X: np.zeros(len(X)), 3)
+    assert R.fscale == 1.0
+    plus = (grad(e1, e2, [1.0, 1.0, 1.0, 1e-6]), grad(e1, e2, [0.0, 0.0, 0.0, 1e-6]))
+    assert R.orient((0, 1), cands, [plus, minus_side]) == [1.0, -1.0]
+    plus = (grad(e1, e2, [1.0] * 5), grad(e1, e2, [1e-3] * 5))
+    assert R.orient((0, 1), cands, [plus, minus_side]) == [1.0, -1.0]
