@@ -1258,3 +1258,18 @@ def test_cond1_margin_two_flat_regions_and_nearby_vertices():
     net = [(W1, np.array([-0.2, 0.1, 0.2, -0.1, -0.3])), (np.array([[1.0, 1.0, 1.0, 1.0, 0.0]]), np.array([-1.5])),
            (np.ones((1, 1)), np.zeros(1))]
     assert E._cond1_margin(net, (-1, 1)) == pytest.approx(1.5, rel=1e-12)
+
+
+@pytest.mark.parametrize("seed, paths", [(4, False), (0, True), (2, False)])
+def test_greedy_layers_does_not_depend_on_the_order_of_the_regions(seed, paths):
+    net = E.identifiable_network((2, 2, 2, 2, 1), seed, paths=paths)
+    regions = E.linear_regions_2d(net)
+    edges = E.region_edges(net, regions)
+    n = len(regions)
+    new = {k: n - 1 - k for k in range(n)}                          # the same regions, listed backwards
+    rev_edges = [E.Edge(e.p, e.q, new[e.region], new.get(e.neighbour, -1), e.units, e.fold) for e in edges]
+    summary = lambda g: sorted((p["order"], p["layer"], tuple(np.round(p["key"], 6)), len(p["segments"]), m)
+                               for p, m in zip(g["pieces"], g["longest_path"]))
+    a, b = E.greedy_layers(regions, edges), E.greedy_layers(regions[::-1], rev_edges)
+    assert summary(a) == summary(b) and max(p["order"] for p in a["pieces"]) >= 2
+    assert a["unassigned_length"] == pytest.approx(b["unassigned_length"], abs=1e-12)
