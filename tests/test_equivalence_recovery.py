@@ -123,6 +123,17 @@ def test_breakpoints_resolve_a_close_pair_near_either_end_of_a_long_segment(end)
     assert len(out) == 2 and np.abs(np.array(out) - ks).max() < 1e-12
 
 
+def test_breakpoints_tolerances_are_inclusive():
+    # step black boxes, zero on the 64 probes in (-1, 1) (fscale = 1), with values chosen so that a bar is
+    # met exactly: end slopes 0 and D / dl = 1e-6 = tol_s (dl = 1e-6 on [0, 10]); a midpoint deviation of
+    # exactly tol_v (1 + |b - a|) on [2, 4]. Both count as affine: 4 end values + 1 midpoint, no kink.
+    step = lambda at, h: (lambda X: np.where(X[:, 0] >= at, h, 0.0))
+    D = 1e-12
+    assert D / 1e-6 == 1e-6
+    assert _breaks(step(10.0 - 0.5e-6, D), 0.0, 10.0) == ([], 5)
+    assert _breaks(step(2.5, 1e-9 * 1.0 * (1 + abs(4.0 - 2.0))), 2.0, 4.0) == ([], 5)
+
+
 # --- the line and region geometry ------------------------------------------------------------------------
 
 def test_clip_line_by_hand():
