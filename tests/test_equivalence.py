@@ -1273,3 +1273,8 @@ def test_greedy_layers_does_not_depend_on_the_order_of_the_regions(seed, paths):
     a, b = E.greedy_layers(regions, edges), E.greedy_layers(regions[::-1], rev_edges)
     assert summary(a) == summary(b) and max(p["order"] for p in a["pieces"]) >= 2
     assert a["unassigned_length"] == pytest.approx(b["unassigned_length"], abs=1e-12)
+    for r in range(1, n):                                            # each region listed first in turn
+        swap = {k: (0 if k == r else r if k == 0 else k) for k in range(n)}
+        order = [regions[swap[k]] for k in range(n)]
+        sw_edges = [E.Edge(e.p, e.q, swap[e.region], swap.get(e.neighbour, -1), e.units, e.fold) for e in edges]
+        assert summary(E.greedy_layers(order, sw_edges)) == summary(a)
