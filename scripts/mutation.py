@@ -8,8 +8,11 @@ A mutant is a one-token change of the module (``<`` for ``<=``, ``1`` for ``0``,
 the module's unit tests *kill* it when one of them fails. ``results/mutation.json`` keeps, per module,
 the module's sha256, the counts, the score and the mutmut version and git commit of the run, and the
 surviving mutants judged *equivalent* (they cannot change any result: e.g. ``"QUICK".lower()`` for
-``"quick"``), each with its reason. A mutant that makes a test run past mutmut's time limit (an endless
-loop) counts as detected, like a killed one. A re-run keeps
+``"quick"``), each with its reason. A mutant that makes its tests run past mutmut's CPU-time limit (an endless
+loop, or a training loop that no longer converges) counts as detected, like a killed one; the record
+keeps the two counts apart (``killed``, ``timeouts``). An entry made by hand from a run that was not one
+plain ``mutmut run`` (resumed on its unchecked mutants, or an earlier run's survivors re-run against
+tests that only grew) says how in its ``note``; a re-run of the module replaces it. A re-run keeps
 the ones whose mutant still survives and drops (and prints) the rest, since mutant numbers shift when
 the module changes. The score is detected / (mutants - equivalent); the bar is 90 % (README, "Tests
 that bite"). Mutmut's configuration is in pyproject.toml (``[tool.mutmut]``): only the unit tests judge.
