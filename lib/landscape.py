@@ -25,6 +25,7 @@ import torch
 
 from lib import validate as V
 from lib.nets import as_float64_params, leaky_np
+from lib.scale import as_device
 
 ACTIVATIONS = ("sigmoid", "tanh", "softplus", "leaky_relu", "relu", "linear")
 
@@ -245,19 +246,25 @@ def cnn_feature_ranks(model: torch.nn.Sequential, X) -> dict:
     return out
 
 
-def train_square(model: torch.nn.Module, X, Y, steps: int, lr: float = 3e-3) -> list:
+def train_square(model: torch.nn.Module, X, Y, steps: int, lr: float = 3e-3, device=None) -> list:
     """Full-batch Adam on the mean square loss ``||f(X) - Y||^2 / (2N)`` with a cosine learning-rate
     decay, float64; returns the loss per step. ``X``: ``(N, side*side)`` images for a CNN made by
-    :func:`tiny_cnn` or ``(N, d)`` vectors for any other module."""
+    :func:`tiny_cnn` or ``(N, d)`` vectors for any other module.
+
+    Trains on ``device`` (default ``REPRO_DEVICE`` via :func:`lib.scale.as_device`: the CPU at quick
+    and full scale, CUDA at paper scale where there is one; issue 22) and returns the model to the CPU.
+    """
     V.instance(model, "model", torch.nn.Module)
     X = V.array(X, "X", ndim=2)
     Y = V.array(Y, "Y", ndim=2, shape=(X.shape[0], None))
     steps, lr = V.positive_int(steps, "steps"), V.positive(lr, "lr")
+    device = as_device(device)
     Xt = torch.tensor(X)
     if isinstance(model, torch.nn.Sequential) and isinstance(model[0], torch.nn.Conv2d):
         side = int(round(math.sqrt(X.shape[1])))
         Xt = Xt.reshape(-1, 1, side, side)
-    Yt = torch.tensor(Y)
+    Xt, Yt = Xt.to(device), torch.tensor(Y).to(device)
+    model.to(device)
     opt = torch.optim.Adam(model.parameters(), lr=lr)
     sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
     hist = []
@@ -269,6 +276,7 @@ def train_square(model: torch.nn.Module, X, Y, steps: int, lr: float = 3e-3) -> 
         sched.step()
         hist.append(float(loss.detach()))
         V.finite_loss(hist[-1], step, lr)
+    model.cpu()
     return hist
 
 

@@ -232,6 +232,44 @@ def test_tiny_cnn_shapes_ranks_and_training():
         LS.tiny_cnn(0)
 
 
+class _SpySequential(torch.nn.Sequential):
+    """Records where it is moved (``Module.to`` and ``Module.cpu``)."""
+
+    def to(self, *args, **kwargs):
+        self.moves.append(torch.device(args[0]))
+        return super().to(*args, **kwargs)
+
+    def cpu(self):
+        self.moves.append("home")
+        return super().cpu()
+
+
+def test_train_square_trains_on_repro_device_and_returns_the_model_home(monkeypatch):
+    """Issue 22: REPRO_DEVICE=cpu and auto (and an explicit device="cpu") give identical numbers on a
+    CPU-only machine; the model goes to the device first and back to the CPU afterwards."""
+    X = LS.gaussian_points(6, 3, seed=1)
+    Y = np.random.default_rng(2).standard_normal((6, 2))
+    runs = []
+    for env, arg in (("auto", None), ("cpu", None), ("auto", "cpu"), ("cpu", torch.device("cpu"))):
+        monkeypatch.setenv("REPRO_DEVICE", env)
+        torch.manual_seed(0)
+        model = _SpySequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2)).double()
+        model.moves = []
+        hist = LS.train_square(model, X, Y, 5, lr=1e-2, device=arg)
+        assert model.moves == [torch.device("cpu"), "home"]
+        runs.append((hist, [p.detach().clone() for p in model.parameters()]))
+    for hist, params in runs[1:]:
+        assert hist == runs[0][0] and all(torch.equal(a, b) for a, b in zip(params, runs[0][1]))
+    assert runs[0][0][-1] < runs[0][0][0]
+    model.moves = []
+    with pytest.raises(ValueError, match="^device must be one of"):
+        LS.train_square(model, X, Y, 1, device="gpu")
+    monkeypatch.setenv("REPRO_DEVICE", "tpu")
+    with pytest.raises(ValueError, match="^REPRO_DEVICE must be one of"):
+        LS.train_square(model, X, Y, 1)
+    assert model.moves == []                          # a bad device is refused before anything moves
+
+
 def test_train_square_on_a_plain_mlp():
     X = LS.gaussian_points(10, 3, seed=1)
     Y = np.random.default_rng(2).standard_normal((10, 2))
