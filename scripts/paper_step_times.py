@@ -1,0 +1,380 @@
+"""Time per optimisation step of the book's paper-scale models on one device (issue 22).
+
+The README's "In Colab" section estimates each chapter's paper-scale time as time per training step x
+the paper configuration's step count. This script measures the first factor on the device at hand
+(``--device cpu`` or ``cuda``), through the book's own ``lib`` models and trainers, on random stand-in
+data of the paper's shapes (no downloads), and multiplies it by the step counts it reads from the paper
+configurations (``lib`` configs, and the chapters' own config cells for chapters 06 and 07). The
+products are estimates, not measurements: they ignore evaluation, data loading and everything between
+the training calls.
+
+Per case: the model and the data are built on the CPU as the chapter builds them; one trainer call of
+one step warms up (CUDA context, kernels); then calls of more steps are timed until one takes at least
+``MIN_TIMED_S`` or the case's share of ``--budget`` is spent. Seconds per step = the call's wall time
+(the trainers hand the model back on the CPU, which synchronises) / its optimiser steps; the timed call
+includes moving its (small) data set to the device once.
+
+    python scripts/paper_step_times.py --device cpu|cuda [--json OUT.json] [--budget SECONDS]
+
+A failing case prints its error and the others still run; the exit status is 1 if any case failed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import datetime
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import time
+import traceback
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+MIN_TIMED_S = 0.5      # a timed call shorter than this is repeated with more steps
+TARGET_S = 2.0         # aim of a timed call
+MAX_STEPS_PER_EPOCH = 16   # stand-in data sets hold at most this many batches (epochs repeat them)
+
+
+@dataclass
+class Case:
+    name: str
+    make_run: object        # () -> run(steps) -> actual optimiser steps taken (builds data once)
+    paper_steps: int | None
+    counted: str            # what paper_steps counts
+
+
+def notebook_names(stem: str, names: tuple) -> dict:
+    """Execute only the top-level definitions of ``names`` from chapter ``stem``'s code cells (the
+    chapter's config dataclass, its ``ChapterScales`` and similar), so that step counts follow the notebook."""
+    from dataclasses import dataclass as dc
+
+    from lib.scale import ChapterScales
+
+    cells = json.loads((ROOT / "chapters" / f"{stem}.ipynb").read_text())["cells"]
+    ns = {"dataclass": dc, "ChapterScales": ChapterScales, "math": math}
+    found = set()
+    for cell in cells:
+        if cell["cell_type"] != "code":
+            continue
+        try:
+            tree = ast.parse("".join(cell["source"]))
+        except SyntaxError:
+            continue
+        for node in tree.body:
+            defined = {node.name} if isinstance(node, ast.ClassDef) else (
+                {t.id for t in node.targets if isinstance(t, ast.Name)} if isinstance(node, ast.Assign) else set())
+            if defined & set(names):
+                exec(compile(ast.Module([node], []), f"{stem}.ipynb", "exec"), ns)
+                found |= defined
+    missing = set(names) - found
+    if missing:
+        raise LookupError(f"chapters/{stem}.ipynb defines no {sorted(missing)} at the top level of a code cell")
+    return ns
+
+
+def spe_and_epochs(steps: int) -> tuple:
+    """(batches per stand-in epoch, epochs) giving at least ``steps`` steps."""
+    spe = min(steps, MAX_STEPS_PER_EPOCH)
+    return spe, -(-steps // spe)
+
+
+# --------------------------------------------------------------------------------------------
+# the cases
+
+
+def case_ch02(device):
+    """Chapter 02: the Table 3.1 CNN on MNIST 0/1 shapes, Adam via lib.maxmargin.train_adam."""
+    import torch
+
+    from lib import maxmargin as mm
+
+    cfg = mm.CONFIGS.paper
+    n_train = 5923 + 6742  # MNIST's training images of digits 0 and 1 (what the chapter's filter keeps)
+    bs = cfg.cnn_batch
+
+    def make():
+        g = torch.Generator().manual_seed(0)
+        X = torch.randn(MAX_STEPS_PER_EPOCH * bs, 1, cfg.cnn_image_size, cfg.cnn_image_size, generator=g)
+        y = torch.randint(0, 2, (len(X),), generator=g).float() * 2 - 1
+
+        def run(steps):
+            spe, epochs = spe_and_epochs(steps)
+            model = mm.Table31CNN(image_size=cfg.cnn_image_size, seed=0)
+            mm.train_adam(model, X[:spe * bs], y[:spe * bs], epochs, bs, cfg.cnn_lr, seed=0, progress=False,
+                          device=device)
+            return spe * epochs
+        return run
+
+    return [Case(f"02 Table 3.1 CNN, 1x{cfg.cnn_image_size}x{cfg.cnn_image_size}, batch {bs}", make,
+                 cfg.cnn_epochs * -(-n_train // bs),
+                 f"{cfg.cnn_epochs} epochs x ceil({n_train}/{bs}), one model")]
+
+
+def case_ch05(device):
+    """Chapter 05: the thesis' six-exit CNN on CIFAR-100 shapes, lib.multiexit.train_multiexit
+    (device from REPRO_DEVICE, which main() sets)."""
+    import torch
+
+    from lib import multiexit as me
+
+    cfg = me.CONFIGS.paper
+    bs, K = cfg.batch_size, cfg.n_classes
+    n_of = lambda X: (X - cfg.n_val_per_class) * K  # noqa: E731  training images of CIFAR(X)
+    spe = lambda n: -(-n // bs)  # noqa: E731
+    S, A = cfg.n_seeds, cfg.n_seeds_ablation
+    main_specs = ([(s, False, None) for s in range(S)] + [(s, True, None) for s in range(S)]
+                  + [(s, True, T) for T in cfg.const_taus for s in range(A)])
+    # model-steps of batch bs, as chapter 05's run_group calls train the groups: main (EW + D + constant T),
+    # DS (its batches hold as many unlabelled images as labelled ones: counted twice), later teachers,
+    # and the data-size groups (EW + D) for every X other than the main one
+    groups = [(len(main_specs), cfg.epochs * spe(n_of(cfg.n_per_class)), 1),
+              (cfg.n_seeds_semi, cfg.epochs * spe(n_of(cfg.n_per_class)), 2),
+              (cfg.n_seeds_teacher, cfg.epochs * spe(n_of(cfg.n_per_class)), 1)]
+    groups += [(2 * S, ep * spe(n_of(X)), 1) for X, ep in zip(cfg.data_sizes, cfg.data_size_epochs)
+               if not (X == cfg.n_per_class and ep == cfg.epochs)]
+    model_steps = sum(m * st * w for m, st, w in groups)
+    counted = ("model-steps of all groups (" + " + ".join(f"{m}x{st}" + ("x2" if w == 2 else "") for m, st, w in groups)
+               + ")")
+
+    def maker(specs):
+        def make():
+            M = len(specs)
+            g = torch.Generator().manual_seed(0)
+            X = torch.randn(M, MAX_STEPS_PER_EPOCH * bs, cfg.in_ch, 32, 32, generator=g)
+            y = torch.randint(0, K, (M, MAX_STEPS_PER_EPOCH * bs), generator=g)
+
+            def run(steps):
+                n_spe, epochs = spe_and_epochs(steps)
+                model = me.MultiExitCNN(cfg.in_ch, cfg.widths, cfg.strides, K, seeds=[s for s, _, _ in specs])
+                me.train_multiexit(model, X[:, :n_spe * bs], y[:, :n_spe * bs], [d for _, d, _ in specs],
+                                   replace(cfg, epochs=epochs), const_tau=[t for _, _, t in specs],
+                                   order_seeds=[s for s, _, _ in specs], progress=False)
+                return n_spe * epochs
+            return run
+        return make
+
+    shape = f"{cfg.in_ch}x32x32, batch {bs}"
+    return [Case(f"05 six-exit CNN, 1 model, {shape}", maker([(0, True, None)]), model_steps, counted),
+            Case(f"05 six-exit CNN, main group of {len(main_specs)} models, {shape}", maker(main_specs),
+                 -(-model_steps // len(main_specs)), f"the model-steps above / {len(main_specs)} "
+                 "(groups of other sizes counted per model)")]
+
+
+def case_ch06(device):
+    """Chapter 06, pruning: the CNNs of thesis §3.4.5 on MNIST and CIFAR-10 shapes, lib.pruning.train_cnn
+    (lib.train.train_minibatch; device from REPRO_DEVICE, which main() sets)."""
+    import torch
+
+    from lib import pruning as P
+
+    cfg = notebook_names("06_boolean_swaps_pruning", ("PruningConfig", "CONFIG"))["CONFIG"].paper
+    shapes = {"mnist": (1, 28, 60000), "cifar10": (3, 32, 50000)}  # channels, side, training images
+    bs = cfg.cnn_batch
+    sgd = dict(lr=cfg.cnn_lr, momentum=cfg.cnn_momentum, weight_decay=cfg.cnn_weight_decay, batch_size=bs)
+    cases = []
+    for name in cfg.cnn_data:
+        ch, side, n = shapes[name]
+
+        def make(ch=ch, side=side):
+            g = torch.Generator().manual_seed(0)
+            X = torch.randn(MAX_STEPS_PER_EPOCH * bs, ch, side, side, generator=g)
+            y = torch.randint(0, 10, (len(X),), generator=g)
+
+            def run(steps):
+                spe, epochs = spe_and_epochs(steps)
+                net = P.PrunableCNN(ch, side, cfg.cnn_channels, seed=0)
+                P.train_cnn(net, X[:spe * bs], y[:spe * bs], epochs, seed=0, **sgd)
+                return spe * epochs
+            return run
+
+        per_epoch = -(-n // bs)
+        cases.append(Case(f"06 pruning CNN ({cfg.cnn_channels} channels), {name}: {ch}x{side}x{side}, batch {bs}",
+                          make, (cfg.cnn_epochs + len(cfg.cnn_removed)) * per_epoch,
+                          f"({cfg.cnn_epochs} training + {len(cfg.cnn_removed)} magnitude fine-tuning epochs) x "
+                          f"ceil({n}/{bs}); channel pruning adds up to {3 * cfg.cnn_channels - 3} x {per_epoch} "
+                          "more (one epoch per removed channel, stops early)"))
+    return cases
+
+
+def case_ch07(device):
+    """Chapter 07: the BatchedMLP (LeakEnsemble) of Tables 4.2-4.3, every (loss, leak, normalise)
+    configuration x nets_per_config nets as one ensemble, Adam via lib.annulus_training.train_ball_vs_shell
+    (lib.train.train_minibatch; device from REPRO_DEVICE, which main() sets)."""
+    import numpy as np
+    import torch
+
+    from lib.annulus_training import ball_vs_shell, train_ball_vs_shell
+
+    ns = notebook_names("07_circle_vs_annulus", ("AnnulusConfig", "CONFIG", "CONFIGS"))
+    cfg, configs = ns["CONFIG"].paper, ns["CONFIGS"]
+    M = len(configs) * cfg.nets_per_config
+    which = np.repeat(np.arange(len(configs)), cfg.nets_per_config)
+    bce = np.array([configs[i][0] == "BCE" for i in which])
+    leak = np.array([configs[i][1] for i in which])
+    norm = np.array([configs[i][2] for i in which])
+    X, y = ball_vs_shell(2, cfg.n_samples, 0.5, 0.5 * math.sqrt(2), 1.0, np.random.default_rng(0),
+                        n_sets=M)  # the radii of §4.2.1: r1 = 0.5, r2 = r1 sqrt(2), r3 = 2 r1
+    scale = np.where(norm, 1 / X.std(axis=(0, 2)), 1.0)
+    Xt = torch.tensor(X * scale[None, :, None], dtype=torch.float32)
+    yt = torch.tensor(y, dtype=torch.float32)
+    cases = []
+    for bs in cfg.batch_sizes:
+        per_epoch = -(-cfg.n_samples // bs)
+
+        def make(bs=bs, per_epoch=per_epoch):
+            def run(steps):
+                epochs = -(-steps // per_epoch)  # the real data set: n_samples points per net
+                train_ball_vs_shell(Xt, yt, leak, bce, epochs=epochs, batch_size=bs, lr=cfg.lr, seed=0,
+                                    net_seeds=list(range(M)))
+                return epochs * per_epoch
+            return run
+
+        cases.append(Case(f"07 ensemble of {M} nets (2-{2 + 1}-1), {cfg.n_samples} points, batch {bs}", make,
+                          cfg.epochs * per_epoch, f"{cfg.epochs} epochs x ceil({cfg.n_samples}/{bs})"))
+    return cases
+
+
+# cheap cases first: a case's share of the budget grows by what the earlier ones left over
+BUILDERS = (case_ch02, case_ch06, case_ch07, case_ch05)
+
+
+# --------------------------------------------------------------------------------------------
+# measuring and reporting
+
+
+def measure(run, share: float, sync) -> dict:
+    """Warm up with one step, then time calls of growing step counts within ``share`` seconds."""
+    t0 = time.perf_counter()
+    run(1)
+    sync()
+    warm = time.perf_counter() - t0
+    if warm > share:
+        return {"skipped": f"the warm-up step alone took {warm:.2f} s, over this case's share of {share:.1f} s"}
+    per_step, best = warm, None
+    while True:
+        left = share - (time.perf_counter() - t0)
+        if left < per_step:
+            break
+        steps = max(1, int(min(TARGET_S, left) / per_step))
+        t1, c1 = time.perf_counter(), time.process_time()
+        taken = run(steps)
+        sync()
+        elapsed, cpu = time.perf_counter() - t1, time.process_time() - c1
+        per_step = elapsed / taken
+        # process CPU time too: on a loaded CPU it is inflated less than the wall time
+        best = {"s_per_step": per_step, "timed_steps": taken, "timed_s": elapsed, "cpu_s_per_step": cpu / taken}
+        if elapsed >= MIN_TIMED_S:
+            break
+    if best is None:
+        return {"skipped": f"no time left for a timed call after the {warm:.2f} s warm-up (share {share:.1f} s)"}
+    best["warmup_s"] = warm
+    return best
+
+
+def human(seconds: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.1f} {unit}"
+    return f"{seconds:.1f} s"
+
+
+def cpu_name() -> str:
+    """The CPU's model name (Linux /proc/cpuinfo), else what ``platform`` knows."""
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return platform.processor() or platform.machine() or "cpu"
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--device", choices=("cpu", "cuda"), required=True)
+    ap.add_argument("--json", type=Path, help="also write the results (and the environment) to this file")
+    ap.add_argument("--budget", type=float, default=60.0, help="seconds of measuring in all (default 60)")
+    args = ap.parse_args(argv)
+    if args.budget <= 0:
+        ap.error(f"--budget must be positive, got {args.budget}")
+
+    import torch
+
+    if args.device == "cuda" and not torch.cuda.is_available():
+        print("--device cuda: this machine has no CUDA device (torch.cuda.is_available() is False); "
+              "use --device cpu", file=sys.stderr)
+        return 2
+    os.environ["REPRO_DEVICE"] = args.device  # for the trainers that read it (lib.scale.current_device)
+    from lib.scale import set_threads, thread_count
+
+    threads = set_threads(thread_count())
+    sync = torch.cuda.synchronize if args.device == "cuda" else (lambda: None)
+    device_name = torch.cuda.get_device_name() if args.device == "cuda" else cpu_name()
+
+    cases, results, failed = [], [], False
+    for build in BUILDERS:
+        try:
+            cases += build(args.device)
+        except Exception as exc:  # one broken chapter must not cost the others' measurements
+            failed = True
+            print(f"{build.__name__}: FAILED to set up: {type(exc).__name__}: {exc}", file=sys.stderr)
+            traceback.print_exc()
+            results.append({"case": build.__name__, "error": f"{type(exc).__name__}: {exc}"})
+    start = time.perf_counter()
+    for i, case in enumerate(cases):
+        share = (args.budget - (time.perf_counter() - start)) / (len(cases) - i)
+        row = {"case": case.name, "paper_steps": case.paper_steps, "paper_steps_counted": case.counted}
+        try:
+            t0 = time.perf_counter()
+            run = case.make_run()
+            row.update(measure(run, share - (time.perf_counter() - t0), sync))
+        except Exception as exc:
+            failed = True
+            row["error"] = f"{type(exc).__name__}: {exc}"
+            traceback.print_exc()
+        if "s_per_step" in row and case.paper_steps:
+            row["estimated_s"] = row["s_per_step"] * case.paper_steps
+        status = row.get("error") or row.get("skipped") or f"{row['s_per_step']:.4g} s/step"
+        print(f"[{time.perf_counter() - start:5.1f} s] {case.name}: {status}", file=sys.stderr, flush=True)
+        results.append(row)
+
+    print("\n| case | device | s/step | timed steps | paper steps | estimated time (estimate) |\n|---|---|---|---|---|---|")
+    for r in results:
+        if "s_per_step" in r:
+            est = human(r["estimated_s"]) if "estimated_s" in r else "—"
+            print(f"| {r['case']} | {args.device} | {r['s_per_step']:.4g} | {r['timed_steps']} | "
+                  + (f"{r['paper_steps']:,} | {est} |" if r['paper_steps'] else f"— | {est} |"))
+        else:
+            steps = f"{r['paper_steps']:,}" if r.get("paper_steps") else "—"
+            why = f"FAILED: {r['error']}" if "error" in r else f"skipped: {r['skipped']}"
+            print(f"| {r['case']} | {args.device} | {why} | | {steps} | |")
+    print("\nPaper steps counted:")
+    for r in results:
+        if r.get("paper_steps_counted"):
+            print(f"- {r['case']}: {r['paper_steps_counted']}")
+    print(f"\ndevice {device_name}, torch {torch.__version__}, {threads} CPU thread(s), "
+          f"{time.perf_counter() - start:.1f} s of measuring")
+
+    if args.json:
+        try:
+            commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
+        except OSError:
+            commit = None
+        args.json.write_text(json.dumps({
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "device": args.device, "device_name": device_name, "torch": torch.__version__,
+            "python": platform.python_version(), "threads": threads, "budget_s": args.budget,
+            "commit": commit or None, "results": results}, indent=1) + "\n")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
