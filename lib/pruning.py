@@ -375,6 +375,14 @@ class PrunableCNN(torch.nn.Module):
             self.register_buffer(f"channel_mask{i}", torch.ones(channels))
         self.weight_masks = [torch.ones_like(p) for p in self.prunable()]
 
+    def _apply(self, fn, *args, **kwargs):
+        """Move or cast the weight masks with the module (``.to(device)``, ``.cpu()``, ``.double()``), as
+        if they were buffers: at paper scale the trainers move the net to CUDA (issue 22), and a mask left
+        on the CPU would meet a CUDA weight in :meth:`forward`."""
+        super()._apply(fn, *args, **kwargs)
+        self.weight_masks = [fn(m) for m in self.weight_masks]
+        return self
+
     def prunable(self) -> list:
         """The weight tensors counted and pruned (conv kernels and the linear matrix; not biases)."""
         return [c.weight for c in self.convs] + [self.fc.weight]

@@ -375,6 +375,23 @@ def test_cnn_masks_act_like_zeroed_weights():
     assert net(torch.empty(0, 1, 8, 8)).shape == (0, 4)
 
 
+def test_cnn_weight_masks_move_and_cast_with_the_net():
+    """The masks follow ``.to`` / ``.double()`` / ``.cpu()`` like buffers (issue 22: a net trained on CUDA
+    must not multiply a CUDA weight by a CPU mask); the meta device stands in for CUDA here."""
+    net = P.PrunableCNN(1, 8, channels=3, classes=4, seed=1)
+    with torch.no_grad():
+        net.weight_masks[3][2, 1] = 0.0
+    x = torch.randn(2, 1, 8, 8, dtype=torch.float64)
+    assert net.double() is net
+    assert [m.dtype for m in net.weight_masks] == [torch.float64] * 4
+    assert net(x).dtype == torch.float64 and net.weight_masks[3][2, 1] == 0 and net.weight_masks[3].sum() == 4 * 3 - 1
+    net.to("meta")
+    assert [m.device.type for m in net.weight_masks] == ["meta"] * 4
+    assert [m.shape for m in net.weight_masks] == [p.shape for p in net.prunable()]
+    net.to_empty(device="cpu")
+    assert [m.device.type for m in net.weight_masks] == ["cpu"] * 4
+
+
 def test_remaining_weights_by_counting():
     net = P.PrunableCNN(2, 16, channels=3, classes=5, seed=0)  # side 2: fc has 3 * 2 * 2 inputs
     total = 2 * 3 * 9 + 3 * 3 * 9 * 2 + 12 * 5
