@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# The book's GPU check (issue 22; README, "In Colab"): run on a machine with CUDA, from the root of a
+# clean checkout of a commit, with the book's Python packages importable:
+#
+#     bash scripts/gpu_check.sh OUTDIR [CHAPTER.ipynb]
+#
+# It does three things at once, each bounded in time, and writes every log under OUTDIR:
+#   1. the paper-path smoke run of every chapter with a paper scale of its own (tests/test_paper_smoke.py's
+#      list) with REPRO_DEVICE=cuda, GPU_SMOKE_JOBS at a time: the check that no paper-only cell mixes a
+#      CPU tensor with a CUDA one, which a CPU-only CI cannot see (smoke-<stem>.log, smoke.tsv);
+#   2. the time per optimisation step of the paper-scale models on CUDA and on the CPU
+#      (scripts/paper_step_times.py; step_times_cuda.json, step_times_cpu.json);
+#   3. one chapter (default: chapter 10's first section) end to end at REPRO_SCALE=paper, REPRO_DEVICE=auto
+#      (so CUDA), its executed notebook and results/<chapter>/paper.json copied to OUTDIR (paper.log).
+# The exit status is 0 only if all three passed. Nothing here is needed by CI or by a reader.
+set -u
+OUT=${1:?usage: bash scripts/gpu_check.sh OUTDIR [CHAPTER.ipynb]}
+CHAPTER=${2:-chapters/10_optimization_landscape.ipynb}
+PY=${PYTHON:-python3}
+JOBS=${GPU_SMOKE_JOBS:-6}
+LIMIT=${GPU_CHECK_LIMIT_S:-300}   # each of the three parts is stopped after this many seconds
+mkdir -p "$OUT/nb" "$OUT/smoke"
+export PYTHONUNBUFFERED=1 MPLBACKEND=Agg
+unset REPRO_SCALE REPRO_PAPER_SMOKE REPRO_DEVICE REPRO_SEED
+
+{ date -u; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
+  "$PY" -c "import torch, platform; print('python', platform.python_version(), 'torch', torch.__version__,
+'cuda', torch.cuda.is_available(), torch.cuda.get_device_name() if torch.cuda.is_available() else '')"
+  git rev-parse HEAD 2>/dev/null && git status --porcelain --untracked-files=no | head; nproc; } > "$OUT/machine.txt" 2>&1
+cat "$OUT/machine.txt"
+
+# 1. paper-path smoke runs on CUDA, in the background
+stems=$("$PY" - <<'EOF'
+import json, os, subprocess, sys
+from pathlib import Path
+from tests.test_paper_smoke import _SCALES_SCRIPT
+env = {k: v for k, v in os.environ.items() if not k.startswith("REPRO_")}
+env["REPRO_SCALE"] = "quick"
+nbs = sorted(str(p) for p in Path("chapters").resolve().glob("*.ipynb"))
+out = subprocess.run([sys.executable, "-c", _SCALES_SCRIPT, str(Path.cwd()), *nbs], capture_output=True,
+                     text=True, env=env, check=True).stdout
+print(" ".join(stem for stem, found in json.loads(out.strip().splitlines()[-1]).items() if found and found[1]))
+EOF
+)
+echo "smoke chapters: $stems"
+smoke_one() {  # stem -> one line of smoke.tsv: stem, exit status, seconds
+  local start=$(date +%s)
+  REPRO_DEVICE=cuda timeout "$LIMIT" "$PY" -m lib.run --paper-smoke --out "$OUT/smoke" "chapters/$1.ipynb" \
+    > "$OUT/smoke-$1.log" 2>&1
+  local rc=$?
+  printf '%s\t%s\t%s\n' "$1" "$rc" "$(( $(date +%s) - start ))"
+}
+export -f smoke_one; export OUT PY LIMIT
+( printf '%s\n' $stems | xargs -P "$JOBS" -I{} bash -c 'smoke_one {}' > "$OUT/smoke.tsv" ) &
+smoke_pid=$!
+
+# 2. time per step of the paper models, CUDA then CPU (one thread)
+timeout "$LIMIT" "$PY" scripts/paper_step_times.py --device cuda --budget 60 --json "$OUT/step_times_cuda.json" \
+  > "$OUT/step_times.log" 2>&1; steps_rc=$?
+REPRO_THREADS=1 timeout "$LIMIT" "$PY" scripts/paper_step_times.py --device cpu --budget 60 \
+  --json "$OUT/step_times_cpu.json" >> "$OUT/step_times.log" 2>&1 || steps_rc=$?
+
+# 3. one chapter at paper scale (REPRO_DEVICE=auto: CUDA at paper scale)
+start=$(date +%s)
+REPRO_SCALE=paper timeout "$LIMIT" "$PY" -m lib.run --out "$OUT/nb" "$CHAPTER" > "$OUT/paper.log" 2>&1; paper_rc=$?
+echo "paper run of $CHAPTER: exit $paper_rc after $(( $(date +%s) - start )) s" | tee -a "$OUT/paper.log"
+cp results/*/paper.json "$OUT/" 2>/dev/null
+
+wait "$smoke_pid"
+smoke_failed=$(awk -F'\t' '$2 != 0' "$OUT/smoke.tsv")
+echo "smoke runs (stem, exit, s):"; cat "$OUT/smoke.tsv"
+echo "step times exit $steps_rc; paper run exit $paper_rc; failed smoke runs: ${smoke_failed:-none}"
+[ -z "$smoke_failed" ] && [ "$steps_rc" = 0 ] && [ "$paper_rc" = 0 ]
