@@ -5,6 +5,8 @@
 #     bash scripts/gpu_check.sh OUTDIR [CHAPTER.ipynb]
 #
 # It does three things at once, each bounded in time, and writes every log under OUTDIR:
+# (GPU_CHECK_DEVICE=cpu makes it a dry run on a CPU-only machine; GPU_CHECK_LIMIT_S, GPU_CHECK_BUDGET_S and
+# GPU_SMOKE_JOBS bound the time, see below.)
 #   1. the paper-path smoke run of every chapter with a paper scale of its own (tests/test_paper_smoke.py's
 #      list) with REPRO_DEVICE=cuda, GPU_SMOKE_JOBS at a time: the check that no paper-only cell mixes a
 #      CPU tensor with a CUDA one, which a CPU-only CI cannot see (smoke-<stem>.log, smoke.tsv);
@@ -19,6 +21,8 @@ CHAPTER=${2:-chapters/10_optimization_landscape.ipynb}
 PY=${PYTHON:-python3}
 JOBS=${GPU_SMOKE_JOBS:-6}
 LIMIT=${GPU_CHECK_LIMIT_S:-300}   # each of the three parts is stopped after this many seconds
+DEVICE=${GPU_CHECK_DEVICE:-cuda}  # cpu: a dry run of this script on a machine without CUDA
+BUDGET=${GPU_CHECK_BUDGET_S:-60}  # measuring time of paper_step_times.py per device
 mkdir -p "$OUT/nb" "$OUT/smoke"
 export PYTHONUNBUFFERED=1 MPLBACKEND=Agg
 unset REPRO_SCALE REPRO_PAPER_SMOKE REPRO_DEVICE REPRO_SEED
@@ -45,19 +49,19 @@ EOF
 echo "smoke chapters: $stems"
 smoke_one() {  # stem -> one line of smoke.tsv: stem, exit status, seconds
   local start=$(date +%s)
-  REPRO_DEVICE=cuda timeout "$LIMIT" "$PY" -m lib.run --paper-smoke --out "$OUT/smoke" "chapters/$1.ipynb" \
+  REPRO_DEVICE=$DEVICE timeout "$LIMIT" "$PY" -m lib.run --paper-smoke --out "$OUT/smoke" "chapters/$1.ipynb" \
     > "$OUT/smoke-$1.log" 2>&1
   local rc=$?
   printf '%s\t%s\t%s\n' "$1" "$rc" "$(( $(date +%s) - start ))"
 }
-export -f smoke_one; export OUT PY LIMIT
+export -f smoke_one; export OUT PY LIMIT DEVICE
 ( printf '%s\n' $stems | xargs -P "$JOBS" -I{} bash -c 'smoke_one {}' > "$OUT/smoke.tsv" ) &
 smoke_pid=$!
 
 # 2. time per step of the paper models, CUDA then CPU (one thread)
-timeout "$LIMIT" "$PY" scripts/paper_step_times.py --device cuda --budget 60 --json "$OUT/step_times_cuda.json" \
+timeout "$LIMIT" "$PY" scripts/paper_step_times.py --device "$DEVICE" --budget "$BUDGET" --json "$OUT/step_times_$DEVICE.json" \
   > "$OUT/step_times.log" 2>&1; steps_rc=$?
-REPRO_THREADS=1 timeout "$LIMIT" "$PY" scripts/paper_step_times.py --device cpu --budget 60 \
+REPRO_THREADS=1 timeout "$LIMIT" "$PY" scripts/paper_step_times.py --device cpu --budget "$BUDGET" \
   --json "$OUT/step_times_cpu.json" >> "$OUT/step_times.log" 2>&1 || steps_rc=$?
 
 # 3. one chapter at paper scale (REPRO_DEVICE=auto: CUDA at paper scale)
