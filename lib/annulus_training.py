@@ -108,7 +108,8 @@ def train_ball_vs_shell(X: torch.Tensor, y: torch.Tensor, slopes, bce, *, epochs
         yb = yb.T
         mse = ((out - yb) ** 2).mean(1)
         bce_loss = torch.nn.functional.softplus(-yb * out).mean(1)   # BCE on logits for labels +-1
-        return is_bce * bce_loss + (1 - is_bce) * mse
+        w = is_bce.to(out.device)            # the trainer runs on REPRO_DEVICE (CUDA at paper scale)
+        return w * bce_loss + (1 - w) * mse
 
     model = LeakEnsemble([d, width, 1], seeds=V.sequence(net_seeds, "net_seeds", min_len=1), slopes=slopes)
     train_minibatch(model, X, y, loss_fn, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed,

@@ -6,6 +6,7 @@ import numpy as np
 import pytest
 import torch
 
+import lib.annulus_training as AT
 from lib.annulus_training import LeakEnsemble, ball_vs_shell
 from lib.nets import init_mlp
 
@@ -124,6 +125,27 @@ def test_sign_accuracy_counts_correct_signs_and_zero_as_wrong():
     # net 0: f = 0, 1, 2, 3 -> signs 0, +, +, + vs labels +, +, +, - -> 2 of 4
     # net 1: f = 0, -1, -2, -3 -> signs 0, -, -, - vs labels +, +, -, - -> 2 of 4
     np.testing.assert_allclose(sign_accuracy(model, X, y), [0.5, 0.5])
+
+
+def test_train_ball_vs_shell_loss_follows_the_training_device(monkeypatch):
+    """Issue 22: at paper scale the trainer runs on CUDA, so the per-net loss choice must meet the outputs
+    on their device (found by the GPU smoke run; the meta device stands in for CUDA here)."""
+    seen = {}
+
+    def fake_train_minibatch(model, X, y, loss_fn, **kwargs):
+        out = torch.tensor([[0.5, -1.0], [2.0, 0.0]], dtype=X.dtype)       # (nets, batch)
+        yb = torch.tensor([[1.0, -1.0], [-1.0, -1.0]], dtype=X.dtype)      # (batch, nets)
+        seen["cpu"] = loss_fn(out, yb)
+        seen["meta"] = loss_fn(out.to("meta"), yb.to("meta"))
+
+    monkeypatch.setattr(AT, "train_minibatch", fake_train_minibatch)
+    X = torch.zeros(2, 2, 1, dtype=torch.float64)
+    AT.train_ball_vs_shell(X, torch.ones(2, 2, dtype=torch.float64), [0.0, 0.0], [True, False], epochs=1,
+                           batch_size=2, lr=0.1, seed=0, net_seeds=[0, 1])
+    assert seen["meta"].device.type == "meta" and seen["meta"].shape == (2,)
+    bce0 = (math.log1p(math.exp(-0.5)) + math.log1p(math.exp(-1.0))) / 2  # net 0: BCE, labels (1, -1)
+    mse1 = ((2.0 + 1.0) ** 2 + (0.0 + 1.0) ** 2) / 2                       # net 1: MSE, labels (-1, -1)
+    assert torch.allclose(seen["cpu"], torch.tensor([bce0, mse1], dtype=torch.float64))
 
 
 @pytest.mark.parametrize("kwargs, match", [
