@@ -1,7 +1,8 @@
 """Paper-path smoke tests (issue 22): every chapter whose paper scale differs from its full scale runs
 end to end with its paper configuration on the CPU.
 
-Each such notebook is executed like ``tests/test_chapters.py`` does, but at ``REPRO_SCALE=paper`` with
+Each such notebook is executed by ``python -m lib.run --paper-smoke`` (two at a time, see
+:data:`SMOKE_WORKERS`), that is like ``tests/test_chapters.py`` does, but at ``REPRO_SCALE=paper`` with
 the test-only switch ``REPRO_PAPER_SMOKE=1`` (:mod:`lib.scale`): the downloads (MNIST, CIFAR-10/100,
 IMDB) are replaced by tiny synthetic stand-ins of the right shapes (:func:`lib.data.smoke_online`), the
 paper configuration's step, epoch, seed and trial counts are shrunk (:func:`lib.scale.smoke_config`),
@@ -79,24 +80,54 @@ def test_every_chapter_declares_its_scales(paper_scales):
     assert any(differs for _, differs in paper_scales.values()), "no chapter has a paper scale of its own"
 
 
+# The smoke runs execute SMOKE_WORKERS notebooks at a time, each in its own ``python -m lib.run
+# --paper-smoke`` process (one torch thread per kernel): CI has two cores, and the runs are independent.
+SMOKE_WORKERS = max(1, min(2, os.cpu_count() or 1))
+
+
+@pytest.fixture(scope="module")
+def smoke_runs(paper_scales, tmp_path_factory, request):
+    """{stem: (exit status, output, executed notebook path, results mtime before, after)} of every selected
+    chapter (``-k`` selects too) with a paper scale of its own, run SMOKE_WORKERS at a time."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    out = tmp_path_factory.mktemp("paper-smoke")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("REPRO_")}
+    env.update(MPLBACKEND="Agg")
+
+    def mtime(chapter):
+        saved = ROOT / "results" / chapter / "paper.json"
+        return saved.stat().st_mtime_ns if saved.exists() else None
+
+    def run(path):
+        chapter = paper_scales[path.stem][0]
+        before = mtime(chapter)
+        proc = subprocess.run([sys.executable, "-m", "lib.run", "--paper-smoke", "--out", str(out), str(path)],
+                              cwd=ROOT, env=env, capture_output=True, text=True)
+        return path.stem, (proc.returncode, proc.stdout + proc.stderr, out / path.name, before, mtime(chapter))
+
+    selected = {item.name for item in request.session.items}
+    todo = [p for p in NOTEBOOKS if paper_scales[p.stem] and paper_scales[p.stem][1]
+            and f"test_paper_path_smoke[{p.stem}]" in selected]
+    with ThreadPoolExecutor(SMOKE_WORKERS) as pool:
+        return dict(pool.map(run, todo))
+
+
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_paper_path_smoke(notebook, paper_scales, monkeypatch):
+def test_paper_path_smoke(notebook, paper_scales, smoke_runs):
+    import nbformat
+
     chapter, differs = paper_scales[notebook.stem]
     if not differs:
         pytest.skip(f"{notebook.stem}: its paper config equals its full config (full scale is tested by the committed run)")
-    for key in [k for k in os.environ if k.startswith("REPRO_")]:
-        monkeypatch.delenv(key)
-    monkeypatch.setenv("REPRO_SCALE", "paper")
-    monkeypatch.setenv("REPRO_PAPER_SMOKE", "1")
-    saved = ROOT / "results" / chapter / "paper.json"
-    before = saved.stat().st_mtime_ns if saved.exists() else None
-    run = run_notebook(notebook)  # raises NotebookFailed naming the cell
-    text = "".join(o.get("text", "") for c in run.notebook.cells if c.cell_type == "code" for o in c.get("outputs", []))
+    status, output, executed, before, after = smoke_runs[notebook.stem]
+    assert status == 0, output[-6000:]  # lib.run names the failing cell
+    nb = nbformat.read(executed, as_version=4)
+    text = "".join(o.get("text", "") for c in nb.cells if c.cell_type == "code" for o in c.get("outputs", []))
     assert "PAPER-SMOKE RUN (REPRO_PAPER_SMOKE=1" in text, "the banner must say that this is a smoke run"
     assert "device REPRO_DEVICE = auto -> cpu" in text
-    assert (saved.stat().st_mtime_ns if saved.exists() else None) == before, "a smoke run must not save results"
-    index, seconds = run.slowest
-    print(f"{notebook.name} (paper smoke): {run.seconds:.1f} s, slowest cell {index}: {seconds:.1f} s")
+    assert after == before, "a smoke run must not save results"
+    print(next(line for line in output.splitlines() if line.startswith(notebook.name + ":")))
 
 
 def test_smoke_preamble_makes_claims_soft_but_keeps_errors(tmp_path, monkeypatch):
