@@ -279,6 +279,16 @@ def measure(run, share: float, sync) -> dict:
     return best
 
 
+def under_autocast(run, device: str):
+    """``run`` with every call under ``torch.autocast(device, bfloat16)`` (float32 ops only; float64 stays)."""
+    import torch
+
+    def wrapped(steps):
+        with torch.autocast(device_type=device, dtype=torch.bfloat16):
+            return run(steps)
+    return wrapped
+
+
 def human(seconds: float) -> str:
     for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
         if seconds >= size:
@@ -302,6 +312,9 @@ def main(argv=None) -> int:
     ap.add_argument("--device", choices=("cpu", "cuda"), required=True)
     ap.add_argument("--json", type=Path, help="also write the results (and the environment) to this file")
     ap.add_argument("--budget", type=float, default=60.0, help="seconds of measuring in all (default 60)")
+    ap.add_argument("--autocast", choices=("none", "bf16"), default="none",
+                    help="run every trainer call under torch.autocast(bfloat16): the mixed-precision benchmark "
+                         "of issue 22 (speed only; the book's trainers do not use it)")
     args = ap.parse_args(argv)
     if args.budget <= 0:
         ap.error(f"--budget must be positive, got {args.budget}")
@@ -335,6 +348,8 @@ def main(argv=None) -> int:
         try:
             t0 = time.perf_counter()
             run = case.make_run()
+            if args.autocast == "bf16":
+                run = under_autocast(run, args.device)
             row.update(measure(run, share - (time.perf_counter() - t0), sync))
         except Exception as exc:
             failed = True
@@ -360,7 +375,7 @@ def main(argv=None) -> int:
     for r in results:
         if r.get("paper_steps_counted"):
             print(f"- {r['case']}: {r['paper_steps_counted']}")
-    print(f"\ndevice {device_name}, torch {torch.__version__}, {threads} CPU thread(s), "
+    print(f"\ndevice {device_name}, torch {torch.__version__}, {threads} CPU thread(s), autocast {args.autocast}, "
           f"{time.perf_counter() - start:.1f} s of measuring")
 
     if args.json:
@@ -371,7 +386,7 @@ def main(argv=None) -> int:
         args.json.write_text(json.dumps({
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "device": args.device, "device_name": device_name, "torch": torch.__version__,
-            "python": platform.python_version(), "threads": threads, "budget_s": args.budget,
+            "python": platform.python_version(), "threads": threads, "budget_s": args.budget, "autocast": args.autocast,
             "commit": commit or None, "results": results}, indent=1) + "\n")
     return 1 if failed else 0
 
