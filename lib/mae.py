@@ -20,6 +20,11 @@ Two model families, each holding ``n_models`` independent models trained as one 
 At ``paper`` scale, :class:`SequenceMAE` runs §4.6.3 on real IMDB sentences with the thesis' LSTM
 models (:func:`load_imdb_sentences`); it has no exact evaluation, only the estimate and Monte Carlo
 reconstruction rates.
+
+Devices (issue 22): :func:`train_mae` trains on ``REPRO_DEVICE`` (CUDA at paper scale where there is
+one) and brings the model home afterwards. The random numbers are still drawn by the CPU
+``torch.Generator`` and then moved to the model's device (:func:`_device`), so the CPU's numbers are
+unchanged and a CUDA run draws the same ones; every tensor a model method makes goes to that device.
 """
 
 from __future__ import annotations
@@ -37,10 +42,25 @@ from tqdm.auto import tqdm
 from lib import validate as V
 
 from lib.nets import BatchedMLP
-from lib.scale import ChapterScales
+from lib.scale import ChapterScales, as_device
 
 LOG2PI = math.log(2 * math.pi)
 LOGVAR_MIN, LOGVAR_MAX = -12.0, 6.0  # clamp: MAE drives decoder variances towards 0 at large M
+
+
+def _device(model: torch.nn.Module) -> torch.device:
+    """The device of a model's parameters: where its methods put the tensors they make (issue 22)."""
+    return next(model.parameters()).device
+
+
+def _on_cpu(t: torch.Tensor) -> torch.Tensor:
+    """``t`` on the CPU, for the CPU generator's ``torch.multinomial`` and ``pack_padded_sequence``'s lengths."""
+    return t.cpu()
+
+
+def _multinomial(probs, gen) -> torch.Tensor:
+    """One index per row of ``probs`` drawn on the CPU by ``gen`` (as before issue 22), on ``probs``' device."""
+    return torch.multinomial(_on_cpu(probs), 1, generator=gen).to(probs.device)
 
 
 def _finite_tensor(name, t):
@@ -188,15 +208,17 @@ class NormalMAE(torch.nn.Module):
 
     def sample_joint(self, B: int, gen):
         """``(z, x) ~ p(z) p(x|z)``, reparametrised (``x`` differentiable in the decoder)."""
-        z = torch.randn(self.n_models, B, generator=gen)
+        dev = _device(self)
+        z = torch.randn(self.n_models, B, generator=gen).to(dev)
         mu, lv = self.decoder(z)
-        return z, mu + torch.exp(0.5 * lv) * torch.randn(mu.shape, generator=gen)
+        return z, mu + torch.exp(0.5 * lv) * torch.randn(mu.shape, generator=gen).to(dev)
 
     def elbo(self, B: int, gen):
         """Per-model ELBO on a batch of ``x ~ N(0,1)`` (reparametrised, analytic KL)."""
-        x = torch.randn(self.n_models, B, generator=gen)
+        dev = _device(self)
+        x = torch.randn(self.n_models, B, generator=gen).to(dev)
         mu, lv = self.encoder(x)
-        z = mu + torch.exp(0.5 * lv) * torch.randn(mu.shape, generator=gen)
+        z = mu + torch.exp(0.5 * lv) * torch.randn(mu.shape, generator=gen).to(dev)
         dmu, dlv = self.decoder(z)
         return (_gaussian_logpdf(x, dmu, dlv) - _kl_std_normal(mu, lv)).mean(1)
 
@@ -300,16 +322,16 @@ class FiniteMAE(torch.nn.Module):
         """Per-model ELBO (``k = 1``) or IWAE-k bound, exact sum over ``x`` weighted by ``q_x``."""
         S = max(1, -(-B // self.K))
         mu, lv = self.encoder()
-        eps = torch.randn(self.n_models, self.K, S * self.k, generator=gen)
+        eps = torch.randn(self.n_models, self.K, S * self.k, generator=gen).to(mu.device)
         z = mu[..., None] + torch.exp(0.5 * lv)[..., None] * eps
-        log_w = self.log_p_at(z) + _gaussian_logpdf(z, 0.0, torch.zeros(())) \
+        log_w = self.log_p_at(z) + _gaussian_logpdf(z, 0.0, z.new_zeros(())) \
             - _gaussian_logpdf(z, mu[..., None], lv[..., None])
         log_w = log_w.reshape(self.n_models, self.K, S, self.k)
         bound = (torch.logsumexp(log_w, -1) - math.log(self.k)).mean(-1)
         return (bound * self.q_x).sum(-1)
 
     def _mi_term(self, B, gen, grad_model: bool):
-        z = torch.randn(self.n_models, B, generator=gen)
+        z = torch.randn(self.n_models, B, generator=gen).to(_device(self))
         with torch.set_grad_enabled(grad_model and torch.is_grad_enabled()):
             p = torch.exp(self.log_p_all(z))
         return (p * self.log_r_all(z)).sum(-1).mean(1)
@@ -362,7 +384,7 @@ def _clip_per_model(params, max_norm):
 
 def train_mae(model, targets, C=1.0, steps: int = 1000, lr: float = 1e-3, lr_r: float | None = None,
               batch: int = 256, seed: int = 0, log_every: int = 50, desc: str = "MAE", clip: float | None = None,
-              anneal: float = 0.0) -> MAETrace:
+              anneal: float = 0.0, device=None) -> MAETrace:
     """Algorithm 4.1 for every model of ``model`` at once; ``targets[i] = None`` trains a plain VAE.
 
     Each step: UPDATEMODEL -- one Adam step on ``-ELBO + C |m - M|`` with ``m = H(z) + mean log r``
@@ -370,6 +392,10 @@ def train_mae(model, targets, C=1.0, steps: int = 1000, lr: float = 1e-3, lr_r: 
     here are discarded), then UPDATEMIESTIMATE -- one Adam step on ``r`` over fresh generative samples.
     ``clip`` caps each model's gradient norm in UPDATEMODEL; ``anneal`` is the final fraction of the steps
     over which the model's learning rate decays linearly to ``lr / 10`` (``r`` keeps ``lr_r``).
+
+    Trains on ``device`` (default ``REPRO_DEVICE`` via :func:`lib.scale.as_device`: the CPU at quick and
+    full scale, CUDA at paper scale where there is one; issue 22) and moves the model back to where it was
+    (the CPU in the notebooks) afterwards, also when training fails; the trace holds numpy arrays.
     """
     V.instance(model, "model", (NormalMAE, FiniteMAE, SequenceMAE))
     n = model.n_models
@@ -385,9 +411,20 @@ def train_mae(model, targets, C=1.0, steps: int = 1000, lr: float = 1e-3, lr_r: 
         raise ValueError(f"steps and batch must be positive ints, got {steps!r}, {batch!r}")
     if (clip is not None and not clip > 0) or not 0 <= anneal <= 1:
         raise ValueError(f"clip must be None or positive and anneal in [0, 1], got {clip!r}, {anneal!r}")
-    M_t = torch.tensor([0.0 if m is None else float(m) for m in targets])
-    C_t = torch.tensor([0.0 if m is None else float(c) for m, c in zip(targets, Cs)])
-    gen = torch.Generator().manual_seed(int(seed))
+    device, home = as_device(device), _device(model)
+    try:
+        model.to(device)
+        return _train_loop(model, targets, Cs, steps, lr, lr_r, batch, seed, log_every, desc, clip, anneal)
+    finally:
+        model.to(home)
+
+
+def _train_loop(model, targets, Cs, steps, lr, lr_r, batch, seed, log_every, desc, clip, anneal) -> MAETrace:
+    """The loop of :func:`train_mae` (arguments checked, the model on its training device)."""
+    dev = _device(model)
+    M_t = torch.tensor([0.0 if m is None else float(m) for m in targets]).to(dev)
+    C_t = torch.tensor([0.0 if m is None else float(c) for m, c in zip(targets, Cs)]).to(dev)
+    gen = torch.Generator().manual_seed(int(seed))  # on the CPU: the draws are moved to `dev`
     opt = torch.optim.Adam(model.model_parameters(), lr=lr, foreach=True)
     opt_r = torch.optim.Adam(model.r_parameters(), lr=lr if lr_r is None else lr_r, foreach=True)
     H = gaussian_entropy(model.latent_dim)
@@ -407,8 +444,8 @@ def train_mae(model, targets, C=1.0, steps: int = 1000, lr: float = 1e-3, lr_r: 
         opt_r.step()
         if step % log_every == 0 or step == steps:
             trace.steps.append(step)
-            trace.elbo.append(elbo.detach().numpy().copy())
-            trace.mi_estimate.append(m.detach().numpy().copy())
+            trace.elbo.append(elbo.detach().cpu().numpy().copy())
+            trace.mi_estimate.append(m.detach().cpu().numpy().copy())
             V.finite_loss(trace.elbo[-1], step, lr, what="ELBO")
     return trace
 
@@ -437,8 +474,8 @@ def training_objective(model, targets, C=1.0, n_samples: int = 20000, seed: int 
     targets, Cs = _targets_and_weights(targets, C, model.n_models)
     n_samples, seed = V.positive_int(n_samples, "n_samples"), V.seed(seed)
     gen = torch.Generator().manual_seed(int(seed))
-    elbo = model.elbo(n_samples, gen).double().numpy()
-    m = gaussian_entropy(model.latent_dim) + model.expected_log_r(n_samples, gen).double().numpy()
+    elbo = model.elbo(n_samples, gen).double().cpu().numpy()
+    m = gaussian_entropy(model.latent_dim) + model.expected_log_r(n_samples, gen).double().cpu().numpy()
     penalty = [0.0 if M is None else float(c) * abs(mi - M) for M, c, mi in zip(targets, Cs, m)]
     return -elbo + np.asarray(penalty)
 
@@ -464,7 +501,7 @@ def infomax_estimate(model, n_samples: int = 20000, seed: int = 0):
     if not isinstance(n_samples, int) or n_samples < 1:
         raise ValueError(f"n_samples must be a positive int, got {n_samples!r}")
     gen = torch.Generator().manual_seed(int(seed))
-    return (gaussian_entropy(model.latent_dim) + model.expected_log_r(n_samples, gen)).numpy()
+    return (gaussian_entropy(model.latent_dim) + model.expected_log_r(n_samples, gen)).cpu().numpy()
 
 
 @torch.no_grad()
@@ -542,10 +579,11 @@ def sir_sample(model: FiniteMAE, n_samples: int, k: int | None = None, seed: int
         raise ValueError(f"n_samples and k must be positive ints, got {n_samples!r}, {k!r}")
     gen = torch.Generator().manual_seed(int(seed))
     mu, lv = model.encoder()
-    z = mu[..., None] + torch.exp(0.5 * lv)[..., None] * torch.randn(*mu.shape, n_samples * k, generator=gen)
-    log_w = model.log_p_at(z) + _gaussian_logpdf(z, 0.0, torch.zeros(())) - _gaussian_logpdf(z, mu[..., None], lv[..., None])
+    eps = torch.randn(*mu.shape, n_samples * k, generator=gen).to(mu.device)
+    z = mu[..., None] + torch.exp(0.5 * lv)[..., None] * eps
+    log_w = model.log_p_at(z) + _gaussian_logpdf(z, 0.0, z.new_zeros(())) - _gaussian_logpdf(z, mu[..., None], lv[..., None])
     z, log_w = z.reshape(*mu.shape, n_samples, k), log_w.reshape(*mu.shape, n_samples, k)
-    pick = torch.multinomial(torch.softmax(log_w.reshape(-1, k), -1), 1, generator=gen).reshape(log_w.shape[:-1])
+    pick = _multinomial(torch.softmax(log_w.reshape(-1, k), -1), gen).reshape(log_w.shape[:-1])
     return z.gather(-1, pick.unsqueeze(-1)).squeeze(-1)
 
 
@@ -708,9 +746,10 @@ def sample_reconstructions(model: FiniteMAE, x: int, n: int = 3, seed: int = 0):
         z = sir_sample(model, n, seed=seed)[:, x]
     else:
         mu, lv = model.encoder()
-        z = mu[:, x, None] + torch.exp(0.5 * lv[:, x, None]) * torch.randn(model.n_models, n, generator=gen)
+        eps = torch.randn(model.n_models, n, generator=gen).to(mu.device)
+        z = mu[:, x, None] + torch.exp(0.5 * lv[:, x, None]) * eps
     p = torch.exp(model.log_p_all(z).double())
-    return torch.multinomial(p.reshape(-1, model.K), 1, generator=gen).reshape(model.n_models, n)
+    return _multinomial(p.reshape(-1, model.K), gen).reshape(model.n_models, n)
 
 
 @torch.no_grad()
@@ -837,7 +876,7 @@ class SequenceMAE(torch.nn.Module):
             self.r_out.bias.zero_()
 
     def _gauss(self, x, emb, rnn, out):
-        lengths = (x != PAD).sum(1).clamp(min=1).cpu()
+        lengths = _on_cpu((x != PAD).sum(1).clamp(min=1))  # pack_padded_sequence wants them on the CPU
         packed = torch.nn.utils.rnn.pack_padded_sequence(emb(x), lengths, batch_first=True, enforce_sorted=False)
         _, (h, _) = rnn(packed)
         mu, lv = out(torch.cat([h[-2], h[-1]], -1)).chunk(2, -1)
@@ -850,16 +889,17 @@ class SequenceMAE(torch.nn.Module):
     def _log_weights(self, x, gen):
         """``k`` proposals ``z ~ q(z|x)`` per sentence and their log importance weights, ``(N, k, d)``, ``(N, k)``."""
         mu, lv = self.encoder(x)
-        z = mu[:, None] + torch.exp(0.5 * lv)[:, None] * torch.randn(len(x), self.k, self.latent_dim, generator=gen)
+        eps = torch.randn(len(x), self.k, self.latent_dim, generator=gen).to(mu.device)
+        z = mu[:, None] + torch.exp(0.5 * lv)[:, None] * eps
         log_px = self.log_p_x_given_z(x.repeat_interleave(self.k, 0), z.reshape(-1, self.latent_dim))
-        return z, (log_px.reshape(len(x), self.k) + _gaussian_logpdf(z, 0.0, torch.zeros(())).sum(-1)
+        return z, (log_px.reshape(len(x), self.k) + _gaussian_logpdf(z, 0.0, z.new_zeros(())).sum(-1)
                    - _gaussian_logpdf(z, mu[:, None], lv[:, None]).sum(-1))
 
     @torch.no_grad()
     def encode_sample(self, x, gen):
         """One code per sentence from the resampling encoder (sampling-importance-resampling over k proposals)."""
         z, log_w = self._log_weights(x, gen)
-        pick = torch.multinomial(torch.softmax(log_w, 1), 1, generator=gen)
+        pick = _multinomial(torch.softmax(log_w, 1), gen)
         return z.gather(1, pick[..., None].expand(-1, -1, self.latent_dim)).squeeze(1)
 
     def log_r(self, z, x):
@@ -880,10 +920,10 @@ class SequenceMAE(torch.nn.Module):
     @torch.no_grad()
     def sample_x(self, z, gen, greedy: bool = False):
         """Ancestral (or greedy) decoding of one sentence per row of ``z``; ``<pad>``/``<bos>`` are forbidden."""
-        T = self.tokens.shape[1]
-        x = torch.full((z.shape[0], T), PAD, dtype=torch.long)
-        tok, state = torch.full((z.shape[0],), BOS, dtype=torch.long), None
-        done = torch.zeros(z.shape[0], dtype=torch.bool)
+        T, dev = self.tokens.shape[1], _device(self)
+        x = torch.full((z.shape[0], T), PAD, dtype=torch.long, device=dev)
+        tok, state = torch.full((z.shape[0],), BOS, dtype=torch.long, device=dev), None
+        done = torch.zeros(z.shape[0], dtype=torch.bool, device=dev)
         for t in range(T):
             out, state = self.dec_rnn(torch.cat([self.dec_emb(tok), z], -1)[:, None], state)
             logits = self.dec_out(out[:, 0])
@@ -893,7 +933,7 @@ class SequenceMAE(torch.nn.Module):
             elif greedy:
                 tok = logits.argmax(-1)
             else:
-                tok = torch.multinomial(torch.softmax(logits, -1), 1, generator=gen).squeeze(1)
+                tok = _multinomial(torch.softmax(logits, -1), gen).squeeze(1)
             x[:, t] = torch.where(done, torch.full_like(tok, PAD), tok)
             done |= tok == EOS
         return x
@@ -905,7 +945,7 @@ class SequenceMAE(torch.nn.Module):
         return [p for name, p in self.named_parameters() if name.startswith("r_")]
 
     def _batch(self, B, gen):
-        return self.tokens[torch.randint(len(self.tokens), (B,), generator=gen)]
+        return self.tokens[torch.randint(len(self.tokens), (B,), generator=gen).to(self.tokens.device)]
 
     def elbo(self, B: int, gen):
         """IWAE-k bound (ELBO for ``k = 1``) on a minibatch of sentences, shape ``(1,)``."""
@@ -914,7 +954,7 @@ class SequenceMAE(torch.nn.Module):
 
     def expected_log_r(self, B: int, gen):
         """``mean log r(z|x)`` on generative samples; its gradient is REINFORCE with the batch-mean baseline."""
-        z = torch.randn(B, self.latent_dim, generator=gen)
+        z = torch.randn(B, self.latent_dim, generator=gen).to(_device(self))
         x = self.sample_x(z, gen)
         lr_ = self.log_r(z, x)
         score = self.log_p_x_given_z(x, z)
@@ -922,7 +962,7 @@ class SequenceMAE(torch.nn.Module):
         return (lr_.mean() + (adv * (score - score.detach())).mean()).reshape(1)
 
     def r_loss(self, B: int, gen):
-        z = torch.randn(B, self.latent_dim, generator=gen)
+        z = torch.randn(B, self.latent_dim, generator=gen).to(_device(self))
         return -self.log_r(z, self.sample_x(z, gen)).mean()
 
 
@@ -951,7 +991,8 @@ def sequence_reconstruction_rates(model: SequenceMAE, x, seed: int = 0, greedy: 
                          f"got ids from {int(x.min())} to {int(x.max())}")
     seed = V.seed(seed)
     gen = torch.Generator().manual_seed(int(seed))
-    y = model.sample_x(model.encode_sample(x, gen), gen, greedy=greedy)
+    x_dev = x.to(_device(model))
+    y = model.sample_x(model.encode_sample(x_dev, gen), gen, greedy=greedy).cpu()
     valid_x, valid_y = (x != PAD) & (x != EOS), (y != PAD) & (y != EOS)
     exact = (x == y).all(1).double().mean()
     same = ((x == y) & valid_x).sum(1).double() / torch.maximum(valid_x.sum(1), valid_y.sum(1)).clamp(min=1)
