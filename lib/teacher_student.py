@@ -21,6 +21,13 @@ The paper's theorems say that, once the gradient is small at every sample, each 
 Networks are lists of ``(W, b)`` pairs with ``W`` of shape (out, in), ReLU on every hidden layer and
 a linear output layer. A *batched* two-layer net carries a leading axis of ``S`` nets:
 ``W`` of shape (S, out, in) and ``b`` of shape (S, out).
+
+Devices (issue 22): the trainers :func:`train_two_layer`, :func:`train_with_snapshots` and
+:func:`train_deep` take ``device`` (default ``REPRO_DEVICE``, :func:`lib.scale.as_device`). On the CPU
+(quick and full scale) the loop is numpy, exactly as before, so the committed numbers stay
+bit-identical; on another device (CUDA at paper scale) the same loop runs on float64 torch tensors
+there (:class:`_TorchOps`), with the minibatch indices still drawn by numpy on the CPU (the same draws)
+and moved over a chunk at a time. Every result comes back to the CPU in the types it had before.
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ import numpy as np
 import torch
 
 from lib import validate as V
+from lib.scale import as_device
 
 __all__ = [
     "make_teacher", "discrete_distinct_rows", "make_student", "gaussian_inputs", "hidden_and_output", "correlation_matrix",
@@ -243,6 +251,116 @@ def prune_students(student, keep) -> list:
 # ----------------------------------------------------------------------------------------------
 # training
 
+class _NumpyOps:
+    """The trainers' array operations on the CPU: the numpy calls of the original loop (issue 22 keeps
+    them, so CPU numbers are bit-identical to the committed runs)."""
+
+    device = None
+
+    @staticmethod
+    def put(a):
+        """A float64 numpy array as the loop's array (here: itself, no copy)."""
+        return a
+
+    @staticmethod
+    def home(a):
+        """A numpy copy on the CPU of a loop array (for snapshots and results)."""
+        return a.copy()
+
+    @staticmethod
+    def copy(a):
+        return a.copy()
+
+    @staticmethod
+    def empty(shape):
+        return np.empty(shape)
+
+    @staticmethod
+    def relu(a):
+        return np.maximum(a, 0.0)
+
+    @staticmethod
+    def swap(a):
+        """The last two axes swapped (a view)."""
+        return np.swapaxes(a, -1, -2)
+
+    matmul = staticmethod(np.matmul)
+    subtract = staticmethod(np.subtract)
+
+    @staticmethod
+    def index(idx):
+        """Row indices drawn by numpy, ready to index the loop's arrays."""
+        return idx
+
+
+class _TorchOps:
+    """The same operations on float64 torch tensors on ``device`` (CUDA at paper scale, issue 22):
+    inputs go there once, indices a chunk at a time, everything the loop creates is created there, and
+    :meth:`home` brings results back to the CPU as numpy arrays."""
+
+    def __init__(self, device):
+        self.device = torch.device(device)
+
+    def put(self, a):
+        return torch.as_tensor(a, dtype=torch.float64).to(self.device)
+
+    @staticmethod
+    def home(a):
+        return a.detach().to("cpu", copy=True).numpy()
+
+    @staticmethod
+    def copy(a):
+        return a.clone()
+
+    def empty(self, shape):
+        return torch.empty(shape, dtype=torch.float64, device=self.device)
+
+    @staticmethod
+    def relu(a):
+        return torch.clamp_min(a, 0.0)
+
+    @staticmethod
+    def swap(a):
+        return a.transpose(-1, -2)
+
+    @staticmethod
+    def matmul(a, b, out):
+        return torch.matmul(a, b, out=out)
+
+    @staticmethod
+    def subtract(a, b, out):
+        return torch.sub(a, b, out=out)
+
+    def index(self, idx):
+        return torch.from_numpy(idx).to(self.device)
+
+
+def _ops(device):
+    """The loop's operations for ``device`` (a ``torch.device``): numpy on the CPU, torch elsewhere."""
+    return _NumpyOps if device.type == "cpu" else _TorchOps(device)
+
+
+def _training_device(device):
+    """``device`` checked by :func:`lib.scale.as_device` (``None``: ``REPRO_DEVICE``) before any work;
+    MPS is refused too, as it has no float64, which these trainers need."""
+    device = as_device(device)
+    if device.type == "mps":
+        raise V.ArgumentValueError("device is 'mps', which has no float64: the teacher-student trainers "
+                                   "train in float64 on 'cpu' or 'cuda'")
+    return device
+
+
+def _index_batches(rng, N, S, B, steps, ops, chunk, per_step):
+    """Each step's (S, B) minibatch row indices, drawn on the CPU by ``rng`` in the trainers' original
+    order (``per_step``: one ``rng.integers`` call per step; else one call per ``chunk`` steps) and
+    handed to the device ``chunk`` steps at a time (one transfer per chunk, not per step)."""
+    for t0 in range(0, steps, chunk):
+        k = min(chunk, steps - t0)
+        idx = np.stack([rng.integers(N, size=(S, B)) for _ in range(k)]) if per_step \
+            else rng.integers(N, size=(k, S, B))
+        yield from ops.index(idx)
+
+
 def _as_tensors(net):
     return [(torch.as_tensor(W, dtype=torch.float64), torch.as_tensor(b, dtype=torch.float64)) for W, b in net]
 
@@ -267,16 +385,19 @@ def _check_pair(teacher, student, X):
     return teacher, student, X, was_torch
 
 
-def _train(teacher, student, X, steps, lr, batch_size, seed, record_at):
-    """The shared SGD/GD loop (float64 numpy, hand-written backward of ½‖f* − f‖² averaged over the
-    batch, preallocated buffers). Returns the trained student and the snapshots at ``record_at``."""
+def _train(teacher, student, X, steps, lr, batch_size, seed, record_at, ops=_NumpyOps):
+    """The shared SGD/GD loop (float64, hand-written backward of ½‖f* − f‖² averaged over the batch,
+    preallocated buffers) with the array operations ``ops`` (:class:`_NumpyOps` on the CPU,
+    :class:`_TorchOps` on another device). Returns the trained student and the snapshots at
+    ``record_at``, as numpy arrays on the CPU."""
     unbatched = student[0][0].ndim == 2
-    (T1, c1), (T2, c2) = teacher
-    T1T, T2T = np.swapaxes(T1, -1, -2), np.swapaxes(T2, -1, -2)
+    (T1, c1), (T2, c2) = [(ops.put(W), ops.put(b)) for W, b in teacher]
+    X = ops.put(X)
+    T1T, T2T = ops.swap(T1), ops.swap(T2)
     per_student = T1.ndim == 3 and batch_size is not None
     # one teacher: its outputs on X once; a batched teacher: on each minibatch (memory stays O(S B C))
-    Y = None if per_student else np.maximum(X @ T1T + c1[..., None, :], 0.0) @ T2T + c2[..., None, :]
-    (W1, b1), (W2, b2) = [(W.copy(), b.copy()) for W, b in student]
+    Y = None if per_student else ops.relu(X @ T1T + c1[..., None, :]) @ T2T + c2[..., None, :]
+    (W1, b1), (W2, b2) = [(ops.copy(ops.put(W)), ops.copy(ops.put(b))) for W, b in student]
     if unbatched:
         W1, b1, W2, b2 = W1[None], b1[None], W2[None], b2[None]
     S, N = W1.shape[0], X.shape[0]
@@ -286,40 +407,38 @@ def _train(teacher, student, X, steps, lr, batch_size, seed, record_at):
     snaps = {}
 
     def snapshot():
-        net = [(W1.copy(), b1.copy()), (W2.copy(), b2.copy())]
+        net = [(ops.home(W1), ops.home(b1)), (ops.home(W2), ops.home(b2))]
         return [(W[0], b[0]) for W, b in net] if unbatched else net
 
     B = N if batch_size is None else batch_size
-    z, g2, g1 = np.empty((S, B, n)), np.empty((S, B, C)), np.empty((S, B, n))
-    dW1, dW2 = np.empty_like(W1), np.empty_like(W2)
-    W1T, W2T = W1.transpose(0, 2, 1), W2.transpose(0, 2, 1)    # views: they follow the in-place updates
+    z, g2, g1 = ops.empty((S, B, n)), ops.empty((S, B, C)), ops.empty((S, B, n))
+    dW1, dW2 = ops.empty(W1.shape), ops.empty(W2.shape)
+    W1T, W2T = ops.swap(W1), ops.swap(W2)                      # views: they follow the in-place updates
     step = lr / B
-    chunk = 1024
+    batches = None if batch_size is None else _index_batches(rng, N, S, B, steps, ops, 1024, per_step=False)
     for t in range(steps):
         if t in record:
             snaps[t] = snapshot()
         if batch_size is None:
             x, y = X, Y
         else:
-            if t % chunk == 0:
-                idx_all = rng.integers(N, size=(min(chunk, steps - t), S, B))
-            idx = idx_all[t % chunk]
+            idx = next(batches)
             x = X[idx]                                             # (S, B, d)
             y = Y[idx] if Y is not None else \
-                np.maximum(x @ T1T + c1[:, None, :], 0.0) @ T2T + c2[:, None, :]   # (S, B, C)
-        np.matmul(x, W1T, out=z)
+                ops.relu(x @ T1T + c1[:, None, :]) @ T2T + c2[:, None, :]   # (S, B, C)
+        ops.matmul(x, W1T, out=z)
         z += b1[:, None, :]
-        h = np.maximum(z, 0.0)
-        np.matmul(h, W2T, out=g2)
+        h = ops.relu(z)
+        ops.matmul(h, W2T, out=g2)
         g2 += b2[:, None, :]
-        np.subtract(y, g2, out=g2)                                 # f* − f
-        np.matmul(g2, W2, out=g1)
+        ops.subtract(y, g2, out=g2)                                # f* − f
+        ops.matmul(g2, W2, out=g1)
         g1 *= z > 0                                                # gated back-propagated gradient g_1
-        np.matmul(g2.transpose(0, 2, 1), h, out=dW2)
+        ops.matmul(ops.swap(g2), h, out=dW2)
         dW2 *= step
         W2 += dW2
         b2 += step * g2.sum(1)
-        np.matmul(g1.transpose(0, 2, 1), x, out=dW1)
+        ops.matmul(ops.swap(g1), x, out=dW1)
         dW1 *= step
         W1 += dW1
         b1 += step * g1.sum(1)
@@ -330,21 +449,22 @@ def _train(teacher, student, X, steps, lr, batch_size, seed, record_at):
     return snapshot(), snaps
 
 
-def _checked_train_args(teacher, student, X, steps, lr, batch_size, seed):
+def _checked_train_args(teacher, student, X, steps, lr, batch_size, seed, device):
+    device = _training_device(device)
     teacher, student, X, was_torch = _check_pair(teacher, student, X)
     steps = V.nonnegative_int(steps, "steps")
     lr = V.positive(lr, "lr (the learning rate)")
     if batch_size is not None:
         batch_size = V.positive_int(batch_size, "batch_size")
     seed = V.seed(seed)
-    return teacher, student, X, steps, lr, batch_size, seed, was_torch
+    return teacher, student, X, steps, lr, batch_size, seed, was_torch, _ops(device)
 
 
 def _format(net, as_torch):
     return [(torch.as_tensor(W), torch.as_tensor(b)) for W, b in net] if as_torch else net
 
 
-def train_two_layer(teacher, student, X, steps, lr, batch_size=16, seed=0):
+def train_two_layer(teacher, student, X, steps, lr, batch_size=16, seed=0, device=None):
     """Train a two-layer ReLU student on a two-layer ReLU teacher's outputs; returns the trained student.
 
     ``teacher`` and ``student`` are lists of (W, b) pairs (float64); the student may carry a leading
@@ -354,23 +474,25 @@ def train_two_layer(teacher, student, X, steps, lr, batch_size=16, seed=0):
     student drawing its own minibatches of ``batch_size`` rows with replacement from ``X``
     (``batch_size=None``: full-batch gradient descent). The gradient is written out by hand
     (Eq. 1: ``Ẇ = E[f_{l−1} g_lᵀ]``) and every student is updated in one batched tensor computation.
-    Returns the student in the format it came in (numpy arrays, or tensors if tensors were given).
+    Returns the student in the format it came in (numpy arrays, or tensors if tensors were given), on
+    the CPU. ``device`` (default ``REPRO_DEVICE``; issue 22): where the loop runs, the CPU (numpy, the
+    committed numbers) or e.g. CUDA at paper scale (torch, same minibatch draws); checked first.
     """
-    teacher, student, X, steps, lr, batch_size, seed, was_torch = _checked_train_args(
-        teacher, student, X, steps, lr, batch_size, seed)
+    teacher, student, X, steps, lr, batch_size, seed, was_torch, ops = _checked_train_args(
+        teacher, student, X, steps, lr, batch_size, seed, device)
     with np.errstate(over="ignore", invalid="ignore"):   # a divergence raises TrainingDivergedError
-        trained, _ = _train(teacher, student, X, steps, lr, batch_size, seed, ())
+        trained, _ = _train(teacher, student, X, steps, lr, batch_size, seed, (), ops)
     return _format(trained, was_torch)
 
 
-def train_with_snapshots(teacher, student, X, steps, lr, record_at, batch_size=16, seed=0):
+def train_with_snapshots(teacher, student, X, steps, lr, record_at, batch_size=16, seed=0, device=None):
     """:func:`train_two_layer` that also returns copies of the student at the steps ``record_at``
-    (0 = before training, ``steps`` = the end): ``(trained, {step: student})``."""
-    teacher, student, X, steps, lr, batch_size, seed, was_torch = _checked_train_args(
-        teacher, student, X, steps, lr, batch_size, seed)
+    (0 = before training, ``steps`` = the end): ``(trained, {step: student})``, all on the CPU."""
+    teacher, student, X, steps, lr, batch_size, seed, was_torch, ops = _checked_train_args(
+        teacher, student, X, steps, lr, batch_size, seed, device)
     record_at = [V.nonnegative_int(s, "record_at step", max=steps) for s in V.sequence(record_at, "record_at")]
     with np.errstate(over="ignore", invalid="ignore"):
-        trained, snaps = _train(teacher, student, X, steps, lr, batch_size, seed, record_at)
+        trained, snaps = _train(teacher, student, X, steps, lr, batch_size, seed, record_at, ops)
     return _format(trained, was_torch), {k: _format(v, was_torch) for k, v in sorted(snaps.items())}
 
 
@@ -552,14 +674,14 @@ def make_student_deep(d: int, widths, C: int, S: int | None = None, scale: float
     return net
 
 
-def _deep_forward(net, x):
+def _deep_forward(net, x, ops=_NumpyOps):
     """Pre-activations and activations ``[x, f_1, ..., f_L]`` of a (batched) deep net; ``x`` (N, d) or
-    (S, N, d)."""
+    (S, N, d); numpy arrays, or tensors with ``ops`` a :class:`_TorchOps`."""
     zs, fs = [], [x]
     for i, (W, b) in enumerate(net):
-        z = fs[-1] @ np.swapaxes(W, -1, -2) + b[..., None, :]
+        z = fs[-1] @ ops.swap(W) + b[..., None, :]
         zs.append(z)
-        fs.append(z if i == len(net) - 1 else np.maximum(z, 0.0))
+        fs.append(z if i == len(net) - 1 else ops.relu(z))
     return zs, fs
 
 
@@ -594,34 +716,40 @@ def layer_best_correlations(teacher, student, X) -> list:
     return out
 
 
-def _train_deep(teacher, student, X, steps, lr, batch_size, seed, record_at):
+def _train_deep(teacher, student, X, steps, lr, batch_size, seed, record_at, ops=_NumpyOps):
     """SGD/GD of a batched deep student: hand-written backward ``g_L = f* − f``,
-    ``g_{l−1} = D_{l−1} W_lᵀ g_l`` (Eq. 15; Lemma 1 gives the same g_l) and ``Ẇ_l = E[g_l f_{l−1}ᵀ]`` (Eq. 1)."""
+    ``g_{l−1} = D_{l−1} W_lᵀ g_l`` (Eq. 15; Lemma 1 gives the same g_l) and ``Ẇ_l = E[g_l f_{l−1}ᵀ]`` (Eq. 1),
+    with the array operations ``ops`` (numpy on the CPU, torch on another device); results as numpy."""
     unbatched = student[0][0].ndim == 2
-    net = [(W[None].copy(), b[None].copy()) if unbatched else (W.copy(), b.copy()) for W, b in student]
-    _, ft = _deep_forward(teacher, X)
+    net = [(ops.put(W), ops.put(b)) for W, b in student]
+    net = [(ops.copy(W[None]), ops.copy(b[None])) if unbatched else (ops.copy(W), ops.copy(b)) for W, b in net]
+    X = ops.put(X)
+    _, ft = _deep_forward([(ops.put(W), ops.put(b)) for W, b in teacher], X, ops)
     Y = ft[-1]
     S, N, L = net[0][0].shape[0], X.shape[0], len(net)
     rng = np.random.default_rng(seed)
     record, snaps = set(record_at), {}
 
     def snapshot():
-        return [(W[0].copy(), b[0].copy()) if unbatched else (W.copy(), b.copy()) for W, b in net]
+        return [(ops.home(W[0]), ops.home(b[0])) if unbatched else (ops.home(W), ops.home(b)) for W, b in net]
 
     step = lr / (N if batch_size is None else batch_size)
+    # one rng call per step as before; staged a chunk at a time (at most ~2^24 indices) for the device
+    batches = None if batch_size is None else _index_batches(
+        rng, N, S, batch_size, steps, ops, max(1, min(1024, 2 ** 24 // (S * batch_size))), per_step=True)
     for t in range(steps):
         if t in record:
             snaps[t] = snapshot()
         if batch_size is None:
             x, y = X, Y
         else:
-            idx = rng.integers(N, size=(S, batch_size))
+            idx = next(batches)
             x, y = X[idx], Y[idx]
-        zs, fs = _deep_forward(net, x)
+        zs, fs = _deep_forward(net, x, ops)
         g = y - fs[-1]                                            # g_L = f*_L − f_L
         for l in range(L - 1, -1, -1):
             W, b = net[l]
-            dW = np.swapaxes(g, -1, -2) @ fs[l]
+            dW = ops.swap(g) @ fs[l]
             db = g.sum(-2)
             if l:
                 g = (g @ W) * (zs[l - 1] > 0)                     # g_{l−1} = D_{l−1} W_lᵀ g_l
@@ -634,13 +762,15 @@ def _train_deep(teacher, student, X, steps, lr, batch_size, seed, record_at):
     return snapshot(), snaps
 
 
-def train_deep(teacher, student, X, steps, lr, batch_size=64, seed=0, record_at=()) -> tuple[list, dict]:
+def train_deep(teacher, student, X, steps, lr, batch_size=64, seed=0, record_at=(), device=None) -> tuple[list, dict]:
     """Train a deep ReLU student (any depth, batched or not) on a deep teacher's outputs (Fig. 6): plain
     SGD on the minibatch mean of ½‖f*(x) − f(x)‖², each of the ``S`` students drawing its own minibatches
     of ``batch_size`` rows with replacement (``None``: full-batch GD), all ``S`` updated in one batched
     tensor computation with a hand-written backward pass. Teacher and student have the same depth and
     input/output sizes; the teacher is one net. Returns ``(trained, {step: student})`` with copies of the
-    student at the steps ``record_at`` (0 = before training)."""
+    student at the steps ``record_at`` (0 = before training), numpy on the CPU. ``device`` (default
+    ``REPRO_DEVICE``; issue 22): where the loop runs, as in :func:`train_two_layer`; checked first."""
+    device = _training_device(device)
     teacher = _check_net(teacher, "teacher", single=True, layers=None)
     student = _check_net(student, "student", layers=None)
     if len(teacher) != len(student):
@@ -660,4 +790,4 @@ def train_deep(teacher, student, X, steps, lr, batch_size=64, seed=0, record_at=
     seed = V.seed(seed)
     record_at = [V.nonnegative_int(s, "record_at step", max=steps) for s in V.sequence(record_at, "record_at")]
     with np.errstate(over="ignore", invalid="ignore"):
-        return _train_deep(teacher, student, X, steps, lr, batch_size, seed, record_at)
+        return _train_deep(teacher, student, X, steps, lr, batch_size, seed, record_at, _ops(device))
