@@ -24,8 +24,8 @@ LIMIT=${GPU_CHECK_LIMIT_S:-300}   # each of the three parts is stopped after thi
 DEVICE=${GPU_CHECK_DEVICE:-cuda}  # cpu: a dry run of this script on a machine without CUDA
 BUDGET=${GPU_CHECK_BUDGET_S:-45}  # measuring time of paper_step_times.py per device
 mkdir -p "$OUT/nb" "$OUT/smoke"
-export PYTHONUNBUFFERED=1 MPLBACKEND=Agg
-unset REPRO_SCALE REPRO_PAPER_SMOKE REPRO_DEVICE REPRO_SEED
+export PYTHONUNBUFFERED=1
+unset REPRO_SCALE REPRO_PAPER_SMOKE REPRO_DEVICE REPRO_SEED MPLBACKEND  # the kernels draw inline figures
 
 { date -u; nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader
   "$PY" -c "import torch, platform; print('python', platform.python_version(), 'torch', torch.__version__,
