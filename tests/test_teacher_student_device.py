@@ -197,3 +197,6 @@ def test_index_batches_keep_the_original_draws_across_chunks(per_step):
     assert len(got) == 7 and all(np.array_equal(g, w) for g, w in zip(got, want))
     moved = list(TS._index_batches(np.random.default_rng(3), 50, 2, 3, 7, TS._TorchOps("cpu"), 3, per_step))
     assert all(isinstance(m, torch.Tensor) and np.array_equal(m.numpy(), w) for m, w in zip(moved, want))
+    # on the device already (a CUDA tensor accepts CPU indices, so only this catches a transfer per step)
+    on_meta = list(TS._index_batches(np.random.default_rng(3), 50, 2, 3, 7, TS._TorchOps("meta"), 3, per_step))
+    assert [(m.device.type, m.dtype, tuple(m.shape)) for m in on_meta] == 7 * [("meta", torch.int64, (2, 3))]
