@@ -54,7 +54,8 @@ def _device(model: torch.nn.Module) -> torch.device:
 
 
 def _on_cpu(t: torch.Tensor) -> torch.Tensor:
-    """``t`` on the CPU, for the CPU generator's ``torch.multinomial`` and ``pack_padded_sequence``'s lengths."""
+    """``t`` on the CPU: for the CPU generator's ``torch.multinomial``, ``pack_padded_sequence``'s lengths
+    and results handed back to numpy."""
     return t.cpu()
 
 
@@ -992,7 +993,7 @@ def sequence_reconstruction_rates(model: SequenceMAE, x, seed: int = 0, greedy: 
     seed = V.seed(seed)
     gen = torch.Generator().manual_seed(int(seed))
     x_dev = x.to(_device(model))
-    y = model.sample_x(model.encode_sample(x_dev, gen), gen, greedy=greedy).cpu()
+    y = _on_cpu(model.sample_x(model.encode_sample(x_dev, gen), gen, greedy=greedy))
     valid_x, valid_y = (x != PAD) & (x != EOS), (y != PAD) & (y != EOS)
     exact = (x == y).all(1).double().mean()
     same = ((x == y) & valid_x).sum(1).double() / torch.maximum(valid_x.sum(1), valid_y.sum(1)).clamp(min=1)
