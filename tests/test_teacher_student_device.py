@@ -49,15 +49,21 @@ def leaves(result):
     return [result]
 
 
-def assert_identical(a, b):
+def assert_identical(a, b, rtol=None):
+    """The same structure, types, dtypes and shapes, and equal values (to ``rtol`` and atol ``rtol`` when
+    given, else bit for bit); torch tensors in ``b`` must be on the CPU."""
     la, lb = leaves(a), leaves(b)
     assert len(la) == len(lb)
     for x, y in zip(la, lb):
         assert type(x) is type(y)
         if isinstance(x, int):
             assert x == y
-        else:
-            assert x.dtype == y.dtype and x.shape == y.shape and np.array_equal(np.asarray(x), np.asarray(y))
+            continue
+        if isinstance(y, torch.Tensor):
+            assert y.device.type == "cpu"
+        assert x.dtype == y.dtype and x.shape == y.shape
+        x, y = np.asarray(x), np.asarray(y)
+        assert np.array_equal(x, y) if rtol is None else np.allclose(x, y, rtol=rtol, atol=rtol)
 
 
 @pytest.mark.parametrize("name", sorted(RUNS))
@@ -85,18 +91,7 @@ def test_the_torch_loop_matches_the_numpy_loop_and_hands_back_the_same_types(nam
     tensor student) with the same snapshot steps."""
     reference = RUNS[name]("cpu")
     monkeypatch.setattr(TS, "_ops", lambda device: TS._TorchOps(torch.device("cpu")))
-    result = RUNS[name]("cpu")
-    la, lb = leaves(reference), leaves(result)
-    assert len(la) == len(lb)
-    for x, y in zip(la, lb):
-        assert type(x) is type(y)
-        if isinstance(x, int):
-            assert x == y
-            continue
-        if isinstance(y, torch.Tensor):
-            assert y.device.type == "cpu"
-        assert x.dtype == y.dtype and x.shape == y.shape
-        assert np.allclose(np.asarray(x), np.asarray(y), rtol=1e-12, atol=1e-12)
+    assert_identical(reference, RUNS[name]("cpu"), rtol=1e-12)
 
 
 BAD = [("tpu", ValueError, "^device must be one of"), (3, TypeError, "^device must be None, a str"),
