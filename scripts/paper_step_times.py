@@ -242,8 +242,39 @@ def case_ch07(device):
     return cases
 
 
+def case_ch03(device):
+    """Chapter 03, §4.6.3: the IMDB SequenceMAE (bidirectional-LSTM encoder and recognition network, LSTM
+    decoder over the paper's vocabulary) on random sentences of the paper's length, lib.mae.train_mae."""
+    import torch
+
+    from lib import mae
+
+    cfg = mae.CONFIGS.paper
+    vocab = cfg.imdb_vocab + len(mae.SPECIALS)
+    g = torch.Generator().manual_seed(0)
+    lengths = torch.randint(3, cfg.imdb_max_tokens + 1, (MAX_STEPS_PER_EPOCH * cfg.imdb_batch,), generator=g)
+    tokens = torch.full((len(lengths), cfg.imdb_max_tokens + 1), mae.PAD, dtype=torch.long)
+    for i, n in enumerate(lengths.tolist()):  # as lib.mae.encode_sentences lays them out: words, <eos>, <pad>s
+        tokens[i, :n] = torch.randint(len(mae.SPECIALS), vocab, (n,), generator=g)
+        tokens[i, n] = mae.EOS
+
+    def make():
+        def run(steps):
+            model = mae.SequenceMAE(tokens, vocab, latent_dim=cfg.imdb_latent, emb=cfg.imdb_emb,
+                                    hidden=cfg.imdb_hidden, k=cfg.resample_k, seed=0)
+            mae.train_mae(model, [cfg.imdb_targets[0]], C=cfg.imdb_C, steps=steps, lr=cfg.imdb_lr,
+                          batch=cfg.imdb_batch, seed=0, device=device)
+            return steps
+        return run
+
+    models = 1 + len(cfg.imdb_targets)  # the VAE and one MAE per target
+    return [Case(f"03 IMDB SequenceMAE, vocabulary {vocab:,}, {cfg.imdb_max_tokens + 1} tokens, batch "
+                 f"{cfg.imdb_batch}", make, models * cfg.imdb_steps,
+                 f"{models} models (VAE + {len(cfg.imdb_targets)} MAEs) x {cfg.imdb_steps} steps")]
+
+
 # cheap cases first: a case's share of the budget grows by what the earlier ones left over
-BUILDERS = (case_ch02, case_ch06, case_ch07, case_ch05)
+BUILDERS = (case_ch02, case_ch06, case_ch07, case_ch05, case_ch03)
 
 
 # --------------------------------------------------------------------------------------------
