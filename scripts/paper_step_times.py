@@ -273,8 +273,32 @@ def case_ch03(device):
                  f"{models} models (VAE + {len(cfg.imdb_targets)} MAEs) x {cfg.imdb_steps} steps")]
 
 
+def case_ch09_deep(device):
+    """Chapter 09, deep teachers (Fig. 6): cfg.seeds deep students of over-realisation cfg.multi trained as
+    one batch by lib.teacher_student.train_deep (SGD, minibatches drawn on the CPU, the loop on ``device``)."""
+    from lib import teacher_student as TS
+
+    cfg = notebook_names("09_student_specialisation_deep", ("DeepConfig", "CONFIG"))["CONFIG"].paper
+    X = TS.gaussian_inputs(min(cfg.ns), cfg.d, cfg.std, seed=0)
+    teacher = TS.make_teacher_deep(cfg.d, cfg.teacher, cfg.C, X, seed=0)
+    widths = [cfg.multi * w for w in cfg.teacher]
+
+    def make():
+        def run(steps):
+            student = TS.make_student_deep(cfg.d, widths, cfg.C, S=cfg.seeds, scale=cfg.scale, seed=0)
+            TS.train_deep(teacher, student, X, steps, cfg.lr, batch_size=cfg.batch, seed=0, device=device)
+            return steps
+        return run
+
+    runs = len(cfg.ns) + len(cfg.beyond_multis)
+    return [Case(f"09 deep students, {cfg.seeds} x {cfg.d}-{'-'.join(map(str, widths))}-{cfg.C}, batch {cfg.batch}",
+                 make, runs * cfg.steps,
+                 f"{runs} runs ({len(cfg.ns)} data sizes, {len(cfg.beyond_multis)} other over-realisations, "
+                 f"whose students are narrower or wider) x {cfg.steps} steps")]
+
+
 # cheap cases first: a case's share of the budget grows by what the earlier ones left over
-BUILDERS = (case_ch02, case_ch06, case_ch07, case_ch05, case_ch03)
+BUILDERS = (case_ch02, case_ch06, case_ch07, case_ch09_deep, case_ch05, case_ch03)
 
 
 # --------------------------------------------------------------------------------------------
