@@ -255,8 +255,6 @@ class _NumpyOps:
     """The trainers' array operations on the CPU: the numpy calls of the original loop (issue 22 keeps
     them, so CPU numbers are bit-identical to the committed runs)."""
 
-    device = None
-
     @staticmethod
     def put(a):
         """A float64 numpy array as the loop's array (here: itself, no copy)."""
