@@ -25,7 +25,7 @@ import torch
 
 from lib import validate as V
 from lib.nets import as_float64_params, leaky_np
-from lib.scale import as_device
+from lib.scale import on_device
 
 ACTIVATIONS = ("sigmoid", "tanh", "softplus", "leaky_relu", "relu", "linear")
 
@@ -251,32 +251,30 @@ def train_square(model: torch.nn.Module, X, Y, steps: int, lr: float = 3e-3, dev
     decay, float64; returns the loss per step. ``X``: ``(N, side*side)`` images for a CNN made by
     :func:`tiny_cnn` or ``(N, d)`` vectors for any other module.
 
-    Trains on ``device`` (default ``REPRO_DEVICE`` via :func:`lib.scale.as_device`: the CPU at quick
-    and full scale, CUDA at paper scale where there is one; issue 22) and returns the model to the CPU.
+    Trains on ``device`` (default ``REPRO_DEVICE``: the CPU at quick and full scale, CUDA at paper scale
+    where there is one; issue 22) inside :func:`lib.scale.on_device`, which moves the model back afterwards.
     """
     V.instance(model, "model", torch.nn.Module)
     X = V.array(X, "X", ndim=2)
     Y = V.array(Y, "Y", ndim=2, shape=(X.shape[0], None))
     steps, lr = V.positive_int(steps, "steps"), V.positive(lr, "lr")
-    device = as_device(device)
     Xt = torch.tensor(X)
     if isinstance(model, torch.nn.Sequential) and isinstance(model[0], torch.nn.Conv2d):
         side = int(round(math.sqrt(X.shape[1])))
         Xt = Xt.reshape(-1, 1, side, side)
-    Xt, Yt = Xt.to(device), torch.tensor(Y).to(device)
-    model.to(device)
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
-    sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
-    hist = []
-    for step in range(steps):
-        opt.zero_grad()
-        loss = 0.5 * ((model(Xt) - Yt) ** 2).sum() / len(X)
-        loss.backward()
-        opt.step()
-        sched.step()
-        hist.append(float(loss.detach()))
-        V.finite_loss(hist[-1], step, lr)
-    model.cpu()
+    with on_device(model, device) as device:
+        Xt, Yt = Xt.to(device), torch.tensor(Y).to(device)
+        opt = torch.optim.Adam(model.parameters(), lr=lr)
+        sched = torch.optim.lr_scheduler.CosineAnnealingLR(opt, steps)
+        hist = []
+        for step in range(steps):
+            opt.zero_grad()
+            loss = 0.5 * ((model(Xt) - Yt) ** 2).sum() / len(X)
+            loss.backward()
+            opt.step()
+            sched.step()
+            hist.append(float(loss.detach()))
+            V.finite_loss(hist[-1], step, lr)
     return hist
 
 

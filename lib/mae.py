@@ -23,8 +23,8 @@ reconstruction rates.
 
 Devices (issue 22): :func:`train_mae` trains on ``REPRO_DEVICE`` (CUDA at paper scale where there is
 one) and brings the model home afterwards. The random numbers are still drawn by the CPU
-``torch.Generator`` and then moved to the model's device (:func:`_device`), so the CPU's numbers are
-unchanged and a CUDA run draws the same ones; every tensor a model method makes goes to that device.
+``torch.Generator`` and then moved to the model's device (:func:`lib.scale.model_device`), so the CPU's
+numbers are unchanged and a CUDA run draws the same ones; every tensor a model method makes goes there.
 """
 
 from __future__ import annotations
@@ -42,15 +42,10 @@ from tqdm.auto import tqdm
 from lib import validate as V
 
 from lib.nets import BatchedMLP
-from lib.scale import ChapterScales, as_device
+from lib.scale import ChapterScales, model_device, on_device
 
 LOG2PI = math.log(2 * math.pi)
 LOGVAR_MIN, LOGVAR_MAX = -12.0, 6.0  # clamp: MAE drives decoder variances towards 0 at large M
-
-
-def _device(model: torch.nn.Module) -> torch.device:
-    """The device of a model's parameters: where its methods put the tensors they make (issue 22)."""
-    return next(model.parameters()).device
 
 
 def _on_cpu(t: torch.Tensor) -> torch.Tensor:
@@ -209,14 +204,14 @@ class NormalMAE(torch.nn.Module):
 
     def sample_joint(self, B: int, gen):
         """``(z, x) ~ p(z) p(x|z)``, reparametrised (``x`` differentiable in the decoder)."""
-        dev = _device(self)
+        dev = model_device(self)
         z = torch.randn(self.n_models, B, generator=gen).to(dev)
         mu, lv = self.decoder(z)
         return z, mu + torch.exp(0.5 * lv) * torch.randn(mu.shape, generator=gen).to(dev)
 
     def elbo(self, B: int, gen):
         """Per-model ELBO on a batch of ``x ~ N(0,1)`` (reparametrised, analytic KL)."""
-        dev = _device(self)
+        dev = model_device(self)
         x = torch.randn(self.n_models, B, generator=gen).to(dev)
         mu, lv = self.encoder(x)
         z = mu + torch.exp(0.5 * lv) * torch.randn(mu.shape, generator=gen).to(dev)
@@ -332,7 +327,7 @@ class FiniteMAE(torch.nn.Module):
         return (bound * self.q_x).sum(-1)
 
     def _mi_term(self, B, gen, grad_model: bool):
-        z = torch.randn(self.n_models, B, generator=gen).to(_device(self))
+        z = torch.randn(self.n_models, B, generator=gen).to(model_device(self))
         with torch.set_grad_enabled(grad_model and torch.is_grad_enabled()):
             p = torch.exp(self.log_p_all(z))
         return (p * self.log_r_all(z)).sum(-1).mean(1)
@@ -394,7 +389,7 @@ def train_mae(model, targets, C=1.0, steps: int = 1000, lr: float = 1e-3, lr_r: 
     ``clip`` caps each model's gradient norm in UPDATEMODEL; ``anneal`` is the final fraction of the steps
     over which the model's learning rate decays linearly to ``lr / 10`` (``r`` keeps ``lr_r``).
 
-    Trains on ``device`` (default ``REPRO_DEVICE`` via :func:`lib.scale.as_device`: the CPU at quick and
+    Trains on ``device`` (default ``REPRO_DEVICE``, inside :func:`lib.scale.on_device`: the CPU at quick and
     full scale, CUDA at paper scale where there is one; issue 22) and moves the model back to where it was
     (the CPU in the notebooks) afterwards, also when training fails; the trace holds numpy arrays.
     """
@@ -412,17 +407,13 @@ def train_mae(model, targets, C=1.0, steps: int = 1000, lr: float = 1e-3, lr_r: 
         raise ValueError(f"steps and batch must be positive ints, got {steps!r}, {batch!r}")
     if (clip is not None and not clip > 0) or not 0 <= anneal <= 1:
         raise ValueError(f"clip must be None or positive and anneal in [0, 1], got {clip!r}, {anneal!r}")
-    device, home = as_device(device), _device(model)
-    try:
-        model.to(device)
+    with on_device(model, device):
         return _train_loop(model, targets, Cs, steps, lr, lr_r, batch, seed, log_every, desc, clip, anneal)
-    finally:
-        model.to(home)
 
 
 def _train_loop(model, targets, Cs, steps, lr, lr_r, batch, seed, log_every, desc, clip, anneal) -> MAETrace:
     """The loop of :func:`train_mae` (arguments checked, the model on its training device)."""
-    dev = _device(model)
+    dev = model_device(model)
     M_t = torch.tensor([0.0 if m is None else float(m) for m in targets]).to(dev)
     C_t = torch.tensor([0.0 if m is None else float(c) for m, c in zip(targets, Cs)]).to(dev)
     gen = torch.Generator().manual_seed(int(seed))  # on the CPU: the draws are moved to `dev`
@@ -921,7 +912,7 @@ class SequenceMAE(torch.nn.Module):
     @torch.no_grad()
     def sample_x(self, z, gen, greedy: bool = False):
         """Ancestral (or greedy) decoding of one sentence per row of ``z``; ``<pad>``/``<bos>`` are forbidden."""
-        T, dev = self.tokens.shape[1], _device(self)
+        T, dev = self.tokens.shape[1], model_device(self)
         x = torch.full((z.shape[0], T), PAD, dtype=torch.long, device=dev)
         tok, state = torch.full((z.shape[0],), BOS, dtype=torch.long, device=dev), None
         done = torch.zeros(z.shape[0], dtype=torch.bool, device=dev)
@@ -955,7 +946,7 @@ class SequenceMAE(torch.nn.Module):
 
     def expected_log_r(self, B: int, gen):
         """``mean log r(z|x)`` on generative samples; its gradient is REINFORCE with the batch-mean baseline."""
-        z = torch.randn(B, self.latent_dim, generator=gen).to(_device(self))
+        z = torch.randn(B, self.latent_dim, generator=gen).to(model_device(self))
         x = self.sample_x(z, gen)
         lr_ = self.log_r(z, x)
         score = self.log_p_x_given_z(x, z)
@@ -963,7 +954,7 @@ class SequenceMAE(torch.nn.Module):
         return (lr_.mean() + (adv * (score - score.detach())).mean()).reshape(1)
 
     def r_loss(self, B: int, gen):
-        z = torch.randn(B, self.latent_dim, generator=gen).to(_device(self))
+        z = torch.randn(B, self.latent_dim, generator=gen).to(model_device(self))
         return -self.log_r(z, self.sample_x(z, gen)).mean()
 
 
@@ -992,7 +983,7 @@ def sequence_reconstruction_rates(model: SequenceMAE, x, seed: int = 0, greedy: 
                          f"got ids from {int(x.min())} to {int(x.max())}")
     seed = V.seed(seed)
     gen = torch.Generator().manual_seed(int(seed))
-    x_dev = x.to(_device(model))
+    x_dev = x.to(model_device(model))
     y = _on_cpu(model.sample_x(model.encode_sample(x_dev, gen), gen, greedy=greedy))
     valid_x, valid_y = (x != PAD) & (x != EOS), (y != PAD) & (y != EOS)
     exact = (x == y).all(1).double().mean()

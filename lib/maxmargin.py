@@ -23,7 +23,7 @@ from tqdm.auto import tqdm
 
 from lib import validate
 from lib import validate as V
-from lib.scale import ChapterScales, as_device
+from lib.scale import ChapterScales, on_device
 
 # --------------------------------------------------------------------------------------------
 # configuration
@@ -627,8 +627,8 @@ def train_adam(model, X, y, epochs: int, batch_size: int = 128, lr: float = 1e-3
                progress: bool = True, device=None) -> list:
     """Adam on the mean logistic loss (binary cross-entropy), thesis §3.4.3; returns the epoch losses.
 
-    Trains on ``device`` (default ``REPRO_DEVICE`` via :func:`lib.scale.as_device`: the CPU at quick
-    and full scale, CUDA at paper scale where there is one) and returns the model to the CPU afterwards.
+    Trains on ``device`` (default ``REPRO_DEVICE``: the CPU at quick and full scale, CUDA at paper scale
+    where there is one) inside :func:`lib.scale.on_device`, which moves the model back afterwards.
     """
     V.instance(model, "model", torch.nn.Module, "a torch.nn.Module")
     V.tensor(X, "X", convert=True)
@@ -638,24 +638,22 @@ def train_adam(model, X, y, epochs: int, batch_size: int = 128, lr: float = 1e-3
     X, y = torch.as_tensor(X, dtype=torch.float32), torch.as_tensor(y, dtype=torch.float32)
     if X.shape[0] != y.shape[0] or X.shape[0] == 0 or not bool(((y == 1) | (y == -1)).all()):
         raise ValueError("X and y must be non-empty, of equal length, with labels +-1")
-    device = as_device(device)
-    model.to(device)
-    X, y = X.to(device), y.to(device)
-    gen = torch.Generator().manual_seed(int(seed))
-    opt = torch.optim.Adam(model.parameters(), lr=lr)
-    losses = []
-    for _ in tqdm(range(epochs), desc="Adam epochs", disable=not progress, leave=False):
-        total = torch.zeros((), device=device)
-        for idx in torch.randperm(len(y), generator=gen).split(batch_size):
-            idx = idx.to(device)
-            loss = torch.nn.functional.softplus(-y[idx] * model(X[idx])).mean()
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
-            total += loss.detach() * len(idx)
-        losses.append(float(total) / len(y))
-        V.finite_loss(losses[-1], f"{len(losses)} (epoch)", lr)
-    model.cpu()
+    with on_device(model, device) as device:
+        X, y = X.to(device), y.to(device)
+        gen = torch.Generator().manual_seed(int(seed))
+        opt = torch.optim.Adam(model.parameters(), lr=lr)
+        losses = []
+        for _ in tqdm(range(epochs), desc="Adam epochs", disable=not progress, leave=False):
+            total = torch.zeros((), device=device)
+            for idx in torch.randperm(len(y), generator=gen).split(batch_size):
+                idx = idx.to(device)
+                loss = torch.nn.functional.softplus(-y[idx] * model(X[idx])).mean()
+                opt.zero_grad()
+                loss.backward()
+                opt.step()
+                total += loss.detach() * len(idx)
+            losses.append(float(total) / len(y))
+            V.finite_loss(losses[-1], f"{len(losses)} (epoch)", lr)
     return losses
 
 

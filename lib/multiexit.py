@@ -24,7 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from lib import validate as V
-from lib.scale import ChapterScales, as_device
+from lib.scale import ChapterScales, on_device
 
 TEACHER_SETS = ("last", "later")
 
@@ -464,41 +464,39 @@ def train_multiexit(model: MultiExitCNN, X, y, distill, cfg: MultiExitConfig, *,
         raise ValueError(f"order_seeds needs one entry per model ({S}), got {len(order_seeds)}")
     gens = [torch.Generator().manual_seed(s) for s in order_seeds]
     rows = torch.arange(S)[:, None]
-    # REPRO_DEVICE (lib.scale.current_device): the CPU at quick and full scale, CUDA at paper scale where
-    # there is one; the model goes back to where it was after training
-    dev, home = as_device(None), next(model.parameters()).device
-    model.to(dev)
-    X, y = X.to(dev), y.to(dev)
-    X_unl = None if X_unl is None else X_unl.to(dev)
-    rows = rows.to(dev)
-    model.train()
-    bar = tqdm(total=total, desc=desc or "training", disable=not progress, leave=False)
-    for _ in range(cfg.epochs):
-        perm = torch.stack([torch.randperm(n, generator=g) for g in gens])
-        for b in range(steps_per_epoch):
-            idx = perm[:, b * cfg.batch_size:(b + 1) * cfg.batch_size].to(dev)
-            xb, yb = X[rows, idx], y[rows, idx]
-            weights = None
-            if X_unl is not None:
-                u = torch.stack([torch.randint(X_unl.shape[1], idx.shape[1:], generator=g) for g in gens]).to(dev)
-                xb = torch.cat([xb, X_unl[rows, u]], 1)
-                yb = torch.cat([yb, torch.full_like(yb, -100)], 1)
-                b, share_unl = idx.shape[1], X_unl.shape[1] / (n + X_unl.shape[1])  # eq. (6.6): (n_u)/N'
-                weights = torch.cat([torch.full((S, b), (1 - share_unl) / b), torch.full((S, b), share_unl / b)], 1)
-                weights = weights.to(dev)
-            logits = model(xb)
-            loss = multiexit_objective(logits, yb, distill.to(logits[0].dtype), annealer.tau, teachers,
-                                       weights).sum()
-            opt.zero_grad(set_to_none=True)
-            loss.backward()
-            opt.step()
-            sched.step()
-            teacher_ids = sorted({t for T in _teacher_sets(len(logits), teachers) for t in T})
-            annealer.step([logits[t] for t in teacher_ids])
-            bar.update()
-        V.finite_loss(loss.detach(), f"{_ + 1} (epoch)", cfg.lr)  # the epoch's last batch
-    bar.close()
-    model.to(home)
+    # REPRO_DEVICE (lib.scale.on_device): the CPU at quick and full scale, CUDA at paper scale where there
+    # is one; the model goes back to where it was after training, also when it fails
+    with on_device(model) as dev:
+        X, y = X.to(dev), y.to(dev)
+        X_unl = None if X_unl is None else X_unl.to(dev)
+        rows = rows.to(dev)
+        model.train()
+        bar = tqdm(total=total, desc=desc or "training", disable=not progress, leave=False)
+        for _ in range(cfg.epochs):
+            perm = torch.stack([torch.randperm(n, generator=g) for g in gens])
+            for b in range(steps_per_epoch):
+                idx = perm[:, b * cfg.batch_size:(b + 1) * cfg.batch_size].to(dev)
+                xb, yb = X[rows, idx], y[rows, idx]
+                weights = None
+                if X_unl is not None:
+                    u = torch.stack([torch.randint(X_unl.shape[1], idx.shape[1:], generator=g) for g in gens]).to(dev)
+                    xb = torch.cat([xb, X_unl[rows, u]], 1)
+                    yb = torch.cat([yb, torch.full_like(yb, -100)], 1)
+                    b, share_unl = idx.shape[1], X_unl.shape[1] / (n + X_unl.shape[1])  # eq. (6.6): (n_u)/N'
+                    weights = torch.cat([torch.full((S, b), (1 - share_unl) / b), torch.full((S, b), share_unl / b)], 1)
+                    weights = weights.to(dev)
+                logits = model(xb)
+                loss = multiexit_objective(logits, yb, distill.to(logits[0].dtype), annealer.tau, teachers,
+                                           weights).sum()
+                opt.zero_grad(set_to_none=True)
+                loss.backward()
+                opt.step()
+                sched.step()
+                teacher_ids = sorted({t for T in _teacher_sets(len(logits), teachers) for t in T})
+                annealer.step([logits[t] for t in teacher_ids])
+                bar.update()
+            V.finite_loss(loss.detach(), f"{_ + 1} (epoch)", cfg.lr)  # the epoch's last batch
+        bar.close()
     model.eval()
     return annealer
 

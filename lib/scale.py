@@ -28,6 +28,7 @@ executes every paper-only cell on a CPU. Its numbers mean nothing: the banner sa
 from __future__ import annotations
 
 import os
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -155,6 +156,34 @@ def as_device(device=None, name: str = "device"):
     if dev.type != "cpu" and not _available(dev.type):
         raise V.ArgumentValueError(f"{name} is {device!r}, but this machine has no {dev.type} device")
     return dev
+
+
+def model_device(model):
+    """The device of ``model``'s first parameter (the CPU for a model without parameters): where a
+    model's methods make their tensors, and where a trainer puts it back (:func:`on_device`)."""
+    import torch
+
+    V.instance(model, "model", torch.nn.Module, "a torch.nn.Module")
+    first = next(model.parameters(), None)
+    return torch.device("cpu") if first is None else first.device
+
+
+def on_device(model, device=None):
+    """A ``with`` block that trains ``model`` on ``device``: the model moves there, and back to where it
+    was when the block ends, also when the block raises; ``as`` gives the ``torch.device``. ``model``
+    and ``device`` (:func:`as_device`; ``None``: ``REPRO_DEVICE``) are checked here, before anything
+    moves. Every device-aware trainer of the book (issue 22) trains inside one."""
+    home = model_device(model)
+    return _moved(model, as_device(device), home)
+
+
+@contextmanager
+def _moved(model, device, home):
+    try:
+        model.to(device)
+        yield device
+    finally:
+        model.to(home)
 
 
 def paper_smoke() -> bool:

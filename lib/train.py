@@ -22,7 +22,7 @@ import torch
 from tqdm.auto import tqdm
 
 from lib import validate as V
-from lib.scale import as_device
+from lib.scale import on_device
 
 OPTIMIZERS = ("sgd", "adam")
 
@@ -155,12 +155,6 @@ def _check_data(model, X: torch.Tensor, y: torch.Tensor, loss_fn):
         return loss_fn
 
 
-def _home(model: torch.nn.Module) -> torch.device:
-    """The device of the model's first parameter (the CPU for a model without parameters)."""
-    first = next(model.parameters(), None)
-    return torch.device("cpu") if first is None else first.device
-
-
 def train_full_batch(model: torch.nn.Module, X: torch.Tensor, y: torch.Tensor, loss_fn, steps: int,
                      lr: float, optimizer: str = "sgd", momentum: float = 0.0, weight_decay: float = 0.0,
                      log_every: int | None = None, progress: bool = True, desc: str = "train",
@@ -176,14 +170,10 @@ def train_full_batch(model: torch.nn.Module, X: torch.Tensor, y: torch.Tensor, l
     loss_fn = _check_data(model, X, y, loss_fn)
     steps = V.positive_int(steps, "steps")
     log_every = max(1, steps // 100) if log_every is None else V.positive_int(log_every, "log_every")
-    device, home = as_device(device), _home(model)
-    try:
-        opt = make_optimizer(model.to(device).parameters(), optimizer, lr, momentum, weight_decay)
-        hist = _full_batch_loop(model, X.to(device), y.to(device), loss_fn, steps, lr, log_every, opt,
+    with on_device(model, device) as device:
+        opt = make_optimizer(model.parameters(), optimizer, lr, momentum, weight_decay)
+        return _full_batch_loop(model, X.to(device), y.to(device), loss_fn, steps, lr, log_every, opt,
                                 progress, desc)
-    finally:
-        model.to(home)
-    return hist
 
 
 def _full_batch_loop(model, X, y, loss_fn, steps, lr, log_every, opt, progress, desc) -> History:
@@ -230,14 +220,10 @@ def train_minibatch(model: torch.nn.Module, X: torch.Tensor, y: torch.Tensor, lo
     seed = V.seed(seed)
     if on_epoch_end is not None:
         V.callable_(on_epoch_end, "on_epoch_end")
-    device, home = as_device(device), _home(model)
-    try:
-        opt = make_optimizer(model.to(device).parameters(), optimizer, lr, momentum, weight_decay)
-        hist = _minibatch_loop(model, X.to(device), y.to(device), loss_fn, epochs, batch_size, lr, seed, opt,
+    with on_device(model, device) as device:
+        opt = make_optimizer(model.parameters(), optimizer, lr, momentum, weight_decay)
+        return _minibatch_loop(model, X.to(device), y.to(device), loss_fn, epochs, batch_size, lr, seed, opt,
                                progress, desc, on_epoch_end)
-    finally:
-        model.to(home)
-    return hist
 
 
 def _minibatch_loop(model, X, y, loss_fn, epochs, batch_size, lr, seed, opt, progress, desc,

@@ -527,6 +527,8 @@ def _specs():
         # scale
         ("scale", "seed", lambda: dict(i=(0, NI))),
         ("scale", "as_device", lambda: dict(device=("cpu", "choice"), name=("device", None))),  # name: a label for messages
+        ("scale", "model_device", lambda: dict(model=(bm(), "model"))),
+        ("scale", "on_device", lambda: dict(model=(bm(), "model"), device=("cpu", "choice"))),
         ("scale", "seeds", lambda: dict(n=(3, C))),
         ("scale", "set_threads", lambda: dict(n=(1, C))),
         ("scale", "ChapterScales", lambda: dict(chapter=("x", "str"), quick=(1, None), full=(2, None), paper=(3, None))),

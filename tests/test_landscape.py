@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from lib import landscape as LS
+from lib import validate as V
 from lib.nets import forward_f64, preactivations_f64
 
 
@@ -233,15 +234,11 @@ def test_tiny_cnn_shapes_ranks_and_training():
 
 
 class _SpySequential(torch.nn.Sequential):
-    """Records where it is moved (``Module.to`` and ``Module.cpu``)."""
+    """Records where it is moved (``Module.to``)."""
 
     def to(self, *args, **kwargs):
         self.moves.append(torch.device(args[0]))
         return super().to(*args, **kwargs)
-
-    def cpu(self):
-        self.moves.append("home")
-        return super().cpu()
 
 
 def test_train_square_trains_on_repro_device_and_returns_the_model_home(monkeypatch):
@@ -256,11 +253,15 @@ def test_train_square_trains_on_repro_device_and_returns_the_model_home(monkeypa
         model = _SpySequential(torch.nn.Linear(3, 4), torch.nn.Tanh(), torch.nn.Linear(4, 2)).double()
         model.moves = []
         hist = LS.train_square(model, X, Y, 5, lr=1e-2, device=arg)
-        assert model.moves == [torch.device("cpu"), "home"]
+        assert model.moves == [torch.device("cpu")] * 2        # to the device, then home
         runs.append((hist, [p.detach().clone() for p in model.parameters()]))
     for hist, params in runs[1:]:
         assert hist == runs[0][0] and all(torch.equal(a, b) for a, b in zip(params, runs[0][1]))
     assert runs[0][0][-1] < runs[0][0][0]
+    model.moves = []
+    with pytest.raises(V.TrainingDivergedError):
+        LS.train_square(model, X, Y * 1e200, 3, lr=1e200)
+    assert model.moves == [torch.device("cpu")] * 2            # home after a failure too
     model.moves = []
     with pytest.raises(ValueError, match="^device must be one of"):
         LS.train_square(model, X, Y, 1, device="gpu")

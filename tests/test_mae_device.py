@@ -5,6 +5,7 @@ import pytest
 import torch
 
 import lib.mae as mae
+import lib.scale
 import lib.validate
 
 torch.set_num_threads(1)
@@ -99,7 +100,7 @@ def test_train_mae_comes_home_after_a_failure_and_refuses_a_bad_device_before_mo
 def test_train_mae_goes_home_to_where_the_model_was(monkeypatch):
     model, targets = _model("normal")
     model.to("meta")
-    monkeypatch.setattr(mae, "as_device", lambda device: CPU)
+    monkeypatch.setattr(lib.scale, "as_device", lambda device: CPU)
     with pytest.raises(NotImplementedError, match="meta"):  # no values to copy off a meta model
         mae.train_mae(model, targets, steps=1, batch=4)
     assert model.moves[-1] == META and all(p.is_meta for p in model.parameters())

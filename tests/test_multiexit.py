@@ -6,6 +6,7 @@ import torch
 import torch.nn.functional as F
 
 from lib import multiexit as me
+from lib import scale
 
 
 def _logits(M=4, n=6, K=5, seed=0, requires_grad=False):
@@ -334,7 +335,7 @@ def test_training_moves_the_model_to_repro_device_and_back(monkeypatch):
         params[env] = [p.detach().clone() for p in model.parameters()]
     assert all(torch.equal(a, b) for a, b in zip(params["auto"], params["cpu"]))
     calls = []
-    monkeypatch.setattr(me, "as_device", lambda device: calls.append(device) or torch.device("cpu"))
+    monkeypatch.setattr(scale, "as_device", lambda device: calls.append(device) or torch.device("cpu"))
     moves = []
     model = me.MultiExitCNN(seeds=[0, 1])
     original = model.to

@@ -1,6 +1,7 @@
 from dataclasses import dataclass
 
 import pytest
+import torch
 
 from lib import scale, smoke
 
@@ -318,3 +319,38 @@ def test_missing_device_message_in_full(monkeypatch):
     with pytest.raises(ValueError, match=r"^REPRO_DEVICE='cuda', but this machine has no cuda device "
                                          r"\(use REPRO_DEVICE=auto or cpu\)$"):
         scale.current_device()
+
+
+class _Spy(torch.nn.Linear):
+    """Records every device it is moved to."""
+
+    def to(self, *args, **kwargs):
+        self.moves.append(torch.device(args[0]))
+        return super().to(*args, **kwargs)
+
+
+def test_on_device_moves_the_model_there_and_back_also_after_a_failure(monkeypatch):
+    monkeypatch.delenv("REPRO_SCALE", raising=False)
+    monkeypatch.setenv("REPRO_DEVICE", "auto")
+    model = _Spy(2, 1)
+    model.moves = []
+    with scale.on_device(model) as dev:           # REPRO_DEVICE=auto at quick scale: the CPU
+        assert dev == torch.device("cpu") and model.moves == [dev]
+    assert model.moves == [dev, dev]
+    model.moves = []
+    with pytest.raises(RuntimeError, match="inside"):
+        with scale.on_device(model, "cpu"):
+            raise RuntimeError("inside")
+    assert model.moves == [dev, dev]               # home after a failure too
+    model.moves = []
+    for bad, error in (("gpu", ValueError), (0, TypeError)):
+        with pytest.raises(error, match="^device"):
+            with scale.on_device(model, bad):
+                pass
+    assert model.moves == []                       # refused before anything moves
+    with pytest.raises(ValueError, match="^device"):
+        scale.on_device(model, "gpu")              # already when called, not only on entering the block
+    with pytest.raises(TypeError, match="^model must be a torch.nn.Module"):
+        scale.on_device("abc")
+    assert scale.model_device(torch.nn.ReLU()) == torch.device("cpu")
+    assert scale.model_device(model.to("meta")) == torch.device("meta")

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from lib import train
+from lib import scale, train
 from lib.nets import BatchedMLP
 
 
@@ -380,7 +380,7 @@ def test_trainers_move_the_model_to_the_device_and_back(monkeypatch, kind):
     monkeypatch.setenv("REPRO_DEVICE", "gpu")
     with pytest.raises(ValueError, match="^REPRO_DEVICE must be one of"):
         run()
-    monkeypatch.setattr(train, "as_device", lambda device: torch.device("meta"))
+    monkeypatch.setattr(scale, "as_device", lambda device: torch.device("meta"))
     with pytest.raises(Exception):
         run()  # the data and the model went to the (meta) device: nothing real can be trained there
     assert model.moves == [torch.device("meta"), cpu]  # (a meta tensor has no values to copy home)
@@ -390,12 +390,12 @@ def test_the_model_goes_home_to_where_it_was(monkeypatch):
     model = _SpyMLP([2, 3, 1], seeds=[0])
     model.moves = []
     model.to("meta")
-    monkeypatch.setattr(train, "as_device", lambda device: torch.device("cpu"))
+    monkeypatch.setattr(scale, "as_device", lambda device: torch.device("cpu"))
     with pytest.raises(Exception):
         train.train_full_batch(model, torch.randn(4, 2), torch.randn(4, 1), train.mse_per_model, 1, 0.1,
                                progress=False)
     assert model.moves[-1] == torch.device("meta")
-    assert train._home(torch.nn.ReLU()) == torch.device("cpu")  # no parameters: the CPU
+    assert scale.model_device(torch.nn.ReLU()) == torch.device("cpu")  # no parameters: the CPU
 
 
 @pytest.mark.parametrize("kind", ["full", "mini"])
@@ -404,11 +404,11 @@ def test_the_data_reach_the_loop_on_the_training_device(monkeypatch, kind):
     seen = {}
 
     def loop(model, X, y, *rest):
-        seen.update(X=X.device, y=y.device, model=train._home(model))
+        seen.update(X=X.device, y=y.device, model=scale.model_device(model))
         return train.History()
 
     monkeypatch.setattr(train, "_full_batch_loop" if kind == "full" else "_minibatch_loop", loop)
-    monkeypatch.setattr(train, "as_device", lambda device: torch.device("meta"))
+    monkeypatch.setattr(scale, "as_device", lambda device: torch.device("meta"))
     model, X, y = BatchedMLP([2, 3, 1], seeds=[0]).to("meta"), torch.randn(5, 2), torch.randn(5, 1)
     if kind == "full":
         train.train_full_batch(model, X, y, train.mse_per_model, 2, 0.1, progress=False)
