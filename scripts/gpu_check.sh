@@ -34,18 +34,8 @@ unset REPRO_SCALE REPRO_PAPER_SMOKE REPRO_DEVICE REPRO_SEED MPLBACKEND  # the ke
 cat "$OUT/machine.txt"
 
 # 1. paper-path smoke runs on CUDA, in the background
-stems=$("$PY" - <<'EOF'
-import json, os, subprocess, sys
-from pathlib import Path
-from tests.test_paper_smoke import _SCALES_SCRIPT
-env = {k: v for k, v in os.environ.items() if not k.startswith("REPRO_")}
-env["REPRO_SCALE"] = "quick"
-nbs = sorted(str(p) for p in Path("chapters").resolve().glob("*.ipynb"))
-out = subprocess.run([sys.executable, "-c", _SCALES_SCRIPT, str(Path.cwd()), *nbs], capture_output=True,
-                     text=True, env=env, check=True).stdout
-print(" ".join(stem for stem, found in json.loads(out.strip().splitlines()[-1]).items() if found and found[1]))
-EOF
-)
+stems=$("$PY" -c "from tests.test_paper_smoke import declared_scales
+print(' '.join(stem for stem, found in declared_scales().items() if found and found[1]))")
 echo "smoke chapters: $stems"
 smoke_one() {  # stem -> one line of smoke.tsv: stem, exit status, seconds
   local start=$(date +%s)

@@ -28,7 +28,6 @@ import json
 import math
 import os
 import platform
-import subprocess
 import sys
 import time
 import traceback
@@ -434,15 +433,14 @@ def main(argv=None) -> int:
           f"{time.perf_counter() - start:.1f} s of measuring")
 
     if args.json:
-        try:
-            commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True).stdout.strip()
-        except OSError:
-            commit = None
+        from lib.results import git_commit
+
+        commit = git_commit(ROOT)  # with -dirty if tracked files changed; 'unknown' outside a repository
         args.json.write_text(json.dumps({
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "device": args.device, "device_name": device_name, "torch": torch.__version__,
             "python": platform.python_version(), "threads": threads, "budget_s": args.budget, "autocast": args.autocast,
-            "commit": commit or None, "results": results}, indent=1) + "\n")
+            "commit": commit, "results": results}, indent=1) + "\n")
     return 1 if failed else 0
 
 

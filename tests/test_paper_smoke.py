@@ -64,14 +64,19 @@ print(json.dumps(out))
 """
 
 
-@pytest.fixture(scope="module")
-def paper_scales():
-    """{notebook stem: [chapter key, whether its paper config differs from its full one]}."""
+def declared_scales() -> dict:
+    """{notebook stem: [chapter key, whether its paper config differs from its full one]} (also used by
+    scripts/gpu_check.sh)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("REPRO_")}
     env.update(REPRO_SCALE="quick", MPLBACKEND="Agg")
     out = subprocess.run([sys.executable, "-c", _SCALES_SCRIPT, str(ROOT), *map(str, NOTEBOOKS)],
                          capture_output=True, text=True, env=env, timeout=300, check=True).stdout
     return json.loads(out.strip().splitlines()[-1])
+
+
+@pytest.fixture(scope="module")
+def paper_scales():
+    return declared_scales()
 
 
 def test_every_chapter_declares_its_scales(paper_scales):
