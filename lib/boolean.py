@@ -25,6 +25,7 @@ import numpy as np
 import torch
 
 from lib import validate as V
+from lib.scale import as_device
 
 MAX_EXACT_N = 5  # order types are enumerated up to n = 5 (516 of them); n = 6 has 124,187
 _ORDER_TYPE_MAX_WEIGHT = {1: 1, 2: 2, 3: 4, 4: 10, 5: 32}  # enough to realise every order type
@@ -703,10 +704,12 @@ class StackedMLP:
     matmuls. Gradients are written by hand and Adam runs on one flat buffer, so an epoch costs a few
     dozen tensor ops. He-normal weights, PyTorch-default uniform biases (thesis §3.4); ``init="torch"``
     draws the weights as PyTorch's ``nn.Linear`` does, uniform on +-1/sqrt(fan_in) (Chapter 6, pruning
-    section: does the initialisation explain the thesis' 2x2 rate on 4-parity?).
+    section: does the initialisation explain the thesis' 2x2 rate on 4-parity?). The nets live on
+    ``device`` (:func:`lib.scale.as_device`; default the CPU, where :class:`lib.pruning.MaskedMLP` keeps
+    its masks); the weights are drawn on the CPU first, so every device starts from the same nets.
     """
 
-    def __init__(self, widths, n_nets: int, alpha: float, seed: int, init: str = "he"):
+    def __init__(self, widths, n_nets: int, alpha: float, seed: int, init: str = "he", device="cpu"):
         alpha = _check_alpha(alpha)
         V.choice(init, "init", INITS)
         widths = V.sequence(widths, "widths")
@@ -714,22 +717,34 @@ class StackedMLP:
             raise ValueError(f"widths must be >= 2 positive ints ending in 1, got {widths}")
         n_nets = V.positive_int(n_nets, "n_nets")
         seed = V.seed(seed)
+        device = as_device(device)
         gen = torch.Generator().manual_seed(int(seed))
-        self.alpha, self.widths, self.B = alpha, list(widths), n_nets
+        self.alpha, self.widths = alpha, list(widths)
         shapes = []
         for d_in, d_out in zip(widths[:-1], widths[1:]):
             shapes += [(d_in, d_out, n_nets), (d_out, n_nets)]
-        sizes = [math.prod(s) for s in shapes]
-        self.theta = torch.empty(sum(sizes))
-        self.grad = torch.zeros_like(self.theta)
-        self.params = [v.view(s) for v, s in zip(self.theta.split(sizes), shapes)]
-        self.grads = [v.view(s) for v, s in zip(self.grad.split(sizes), shapes)]
-        for (d_in, _), W, b in zip(zip(widths[:-1], widths[1:]), self.params[::2], self.params[1::2]):
+        parts = []  # drawn on the CPU generator, so every device starts from the same weights
+        for d_in, (W_shape, b_shape) in zip(widths[:-1], zip(shapes[::2], shapes[1::2])):
             if init == "he":
-                W.copy_(torch.randn(W.shape, generator=gen) * math.sqrt(2 / d_in))
+                parts.append(torch.randn(W_shape, generator=gen) * math.sqrt(2 / d_in))
             else:
-                W.copy_((torch.rand(W.shape, generator=gen) * 2 - 1) / math.sqrt(d_in))
-            b.copy_((torch.rand(b.shape, generator=gen) * 2 - 1) / math.sqrt(d_in))
+                parts.append((torch.rand(W_shape, generator=gen) * 2 - 1) / math.sqrt(d_in))
+            parts.append((torch.rand(b_shape, generator=gen) * 2 - 1) / math.sqrt(d_in))
+        self._set_theta(torch.cat([v.reshape(-1) for v in parts]).to(device), shapes)
+
+    def _set_theta(self, theta: torch.Tensor, shapes) -> None:
+        """Make ``theta`` the flat weight vector: ``params`` are views of it with ``shapes`` (nets axis
+        last), ``grad``/``grads`` a zero buffer laid out alike, on ``theta``'s device."""
+        sizes = [math.prod(sh) for sh in shapes]
+        self.theta, self.B = theta, shapes[0][-1]
+        self.grad = torch.zeros_like(theta)
+        self.params = [v.view(sh) for v, sh in zip(theta.split(sizes), shapes)]
+        self.grads = [v.view(sh) for v, sh in zip(self.grad.split(sizes), shapes)]
+
+    @property
+    def device(self) -> torch.device:
+        """Where the nets live (the ``device`` they were built on, issue 22)."""
+        return self.theta.device
 
     def keep_nets(self, keep: torch.Tensor, *flat_states: torch.Tensor) -> list:
         """Drop the nets where ``keep`` is False, in place; returns the same subset of ``flat_states``.
@@ -737,18 +752,13 @@ class StackedMLP:
         ``flat_states`` are vectors laid out like ``self.theta`` (e.g. Adam's moments).
         """
         shapes = [p.shape for p in self.params]
-        new_shapes = [(*sh[:-1], int(keep.sum())) for sh in shapes]
         sizes = [math.prod(sh) for sh in shapes]
 
         def subset(flat):
             return torch.cat([v.view(sh)[..., keep].reshape(-1) for v, sh in zip(flat.split(sizes), shapes)])
 
         out = [subset(f) for f in flat_states]
-        self.theta, self.B = subset(self.theta), new_shapes[0][-1]
-        self.grad = torch.zeros_like(self.theta)
-        new_sizes = [math.prod(sh) for sh in new_shapes]
-        self.params = [v.view(sh) for v, sh in zip(self.theta.split(new_sizes), new_shapes)]
-        self.grads = [v.view(sh) for v, sh in zip(self.grad.split(new_sizes), new_shapes)]
+        self._set_theta(subset(self.theta), [(*sh[:-1], int(keep.sum())) for sh in shapes])
         return out
 
     def _act(self, z):
@@ -805,15 +815,18 @@ def _fit(model: StackedMLP, X: torch.Tensor, Y: torch.Tensor, epochs: int, lr: f
     ``curves`` (epochs, nets) holds every net's loss per epoch when ``record`` (then no net is
     dropped); otherwise every ``compact_every`` epochs the solved nets leave the computation.
     ``best_accuracy`` (nets,), if given, is filled in place with each net's best fraction of correct
-    points over the epochs (Chapter 6, higher dimensions: Figs. 3.8-3.9).
+    points over the epochs (Chapter 6, higher dimensions: Figs. 3.8-3.9); it must be on the model's
+    device. Trains on ``model.device`` (``X`` and ``Y`` are moved there); the results are numpy arrays.
     """
     from tqdm.auto import tqdm
 
+    device = model.device
+    X, Y = X.to(device), Y.to(device)
     target = Y > 0.5
     state = _adam_state(model.theta)
-    solved = torch.zeros(model.B, dtype=torch.bool)
-    active = torch.arange(model.B)  # nets still training
-    curves = torch.empty(epochs, model.B) if record else None
+    solved = torch.zeros(model.B, dtype=torch.bool, device=device)
+    active = torch.arange(model.B, device=device)  # nets still training
+    curves = torch.empty(epochs, model.B, device=device) if record else None
     bce = torch.nn.functional.binary_cross_entropy_with_logits
     for epoch in tqdm(range(epochs), desc=desc, disable=not progress, mininterval=1.0):
         out, zs = model.forward(X, keep=True)
@@ -839,12 +852,12 @@ def _fit(model: StackedMLP, X: torch.Tensor, Y: torch.Tensor, epochs: int, lr: f
         solved[active[correct.all(0)]] = True
         if best_accuracy is not None:
             best_accuracy[active] = torch.maximum(best_accuracy[active], correct.float().mean(0))
-    return solved.numpy(), (None if curves is None else curves.numpy())
+    return solved.cpu().numpy(), (None if curves is None else curves.cpu().numpy())
 
 
 def train_boolean_nets(tables, width: int, depth: int, alpha: float, trials: int, epochs: int,
                        lr: float = 0.025, seed: int = 0, progress: bool = True,
-                       compact_every: int = 100, with_accuracy: bool = False, init: str = "he"):
+                       compact_every: int = 100, with_accuracy: bool = False, init: str = "he", device=None):
     """Train ``trials`` nets of shape width x depth on each truth table; success matrix (F, trials).
 
     Thesis §3.4.2 setting: inputs {-1,1}^n, full batch, BCE with logits, Adam (lr 0.025), up to
@@ -853,7 +866,9 @@ def train_boolean_nets(tables, width: int, depth: int, alpha: float, trials: int
     ``compact_every`` epochs the solved nets are removed from the computation (their result is
     final), which does not change any other net's trajectory. With ``with_accuracy`` it returns
     (success, accuracy), accuracy (F, trials) = each net's best fraction of corners right over the
-    epochs (Chapter 6, higher dimensions: Figs. 3.8-3.9). ``init``: see :class:`StackedMLP`.
+    epochs (Chapter 6, higher dimensions: Figs. 3.8-3.9). ``init``: see :class:`StackedMLP`. The nets
+    train on ``device`` (default ``REPRO_DEVICE``: the CPU at quick and full scale, CUDA at paper scale
+    where there is one; issue 22); the weights start from the same CPU draws on every device.
     """
     t, n = check_tables(tables, max_n=12)
     lr, seed = V.positive(lr, "lr"), V.seed(seed)
@@ -864,21 +879,23 @@ def train_boolean_nets(tables, width: int, depth: int, alpha: float, trials: int
         raise ValueError(f"trials and epochs must be positive ints, got {trials!r}, {epochs!r}")
     if not isinstance(width, int) or not isinstance(depth, int) or width < 1 or depth < 1:
         raise ValueError(f"width and depth must be positive ints, got {width!r}, {depth!r}")
+    device = as_device(device)
     F = len(T2)
     X = torch.tensor(cube(n), dtype=torch.float32)
     Y = torch.tensor(np.repeat(T2.T, trials, axis=1), dtype=torch.float32)  # (P, F * trials)
-    model = StackedMLP([n] + [width] * depth + [1], F * trials, alpha, seed, init)
-    best = torch.zeros(model.B) if with_accuracy else None
+    model = StackedMLP([n] + [width] * depth + [1], F * trials, alpha, seed, init, device)
+    best = torch.zeros(model.B, device=device) if with_accuracy else None
     solved, _ = _fit(model, X, Y, epochs, lr, f"n={n} {width}x{depth} alpha={alpha}", progress, compact_every,
                      best_accuracy=best)
     if with_accuracy:
-        return solved.reshape(F, trials), best.numpy().reshape(F, trials)
+        return solved.reshape(F, trials), best.cpu().numpy().reshape(F, trials)
     return solved.reshape(F, trials)
 
 
 def subnetworks(model: StackedMLP, subsets, nets) -> StackedMLP:
     """Sub-networks of one-hidden-layer stacked nets: for each net in ``nets`` (parent-major) and each
-    subset of hidden units (all of one size), a net keeping only those units and their weights."""
+    subset of hidden units (all of one size), a net keeping only those units and their weights, on
+    the model's device."""
     V.instance(model, "model", StackedMLP)
     if len(model.params) != 4:
         raise ValueError("subnetworks needs one-hidden-layer nets")
@@ -891,8 +908,8 @@ def subnetworks(model: StackedMLP, subsets, nets) -> StackedMLP:
     C, k = S.shape
     U, n = len(p), model.widths[0]
     W1, b1, W2, b2 = model.params  # (n, w, B), (w, B), (w, 1, B), (1, B)
-    child = StackedMLP([n, k, 1], U * C, model.alpha, seed=0)  # net index = parent * C + subset
-    units = S.reshape(-1)
+    child = StackedMLP([n, k, 1], U * C, model.alpha, seed=0, device=model.device)  # net = parent * C + subset
+    units, p = S.reshape(-1).to(model.device), p.to(model.device)
     child.params[0].copy_(W1[:, units][:, :, p].reshape(n, C, k, U).permute(0, 2, 3, 1).reshape(n, k, -1))
     child.params[1].copy_(b1[units][:, p].reshape(C, k, U).permute(1, 2, 0).reshape(k, -1))
     child.params[2].copy_(W2[units][:, :, p].reshape(C, k, 1, U).permute(1, 2, 3, 0).reshape(k, 1, -1))
@@ -903,7 +920,7 @@ def subnetworks(model: StackedMLP, subsets, nets) -> StackedMLP:
 def prune_and_finetune(table, width: int, alpha: float, parents: int, epochs: int, lr: float = 0.025,
                        seed: int = 0, max_width: int = 3, progress: bool = True,
                        finetune_epochs: int | None = None, record: bool = True,
-                       stop_at_first: bool = False) -> dict:
+                       stop_at_first: bool = False, device=None) -> dict:
     """Exhaustive pruning of one-hidden-layer nets (thesis §3.4.4, Table 3.4, Fig. 3.10).
 
     Trains ``parents`` width-``width`` nets on ``table`` for ``epochs``; for every parent that ends
@@ -915,6 +932,7 @@ def prune_and_finetune(table, width: int, alpha: float, parents: int, epochs: in
     the smallest successful width (0: none up to ``max_width``), and per k: ``subsets[k]``,
     ``solved[k]`` (used parents, C(width, k); False where not tried), ``tried[k]`` (used parents,)
     and, when ``record``, ``curves[k]`` (finetune_epochs, used parents, C(width, k)), else None.
+    All nets train on ``device`` (default ``REPRO_DEVICE``, as :func:`train_boolean_nets`).
     """
     t, n = check_tables(table, max_n=12, name="table")
     if t.ndim != 1:
@@ -927,11 +945,12 @@ def prune_and_finetune(table, width: int, alpha: float, parents: int, epochs: in
     finetune_epochs = epochs if finetune_epochs is None else finetune_epochs
     if not isinstance(finetune_epochs, int) or finetune_epochs < 1:
         raise ValueError(f"finetune_epochs must be a positive int, got {finetune_epochs!r}")
-    X = torch.tensor(cube(n), dtype=torch.float32)
-    labels = torch.tensor(t, dtype=torch.float32)[:, None]
-    parent = StackedMLP([n, width, 1], parents, alpha, seed)
+    device = as_device(device)
+    X = torch.tensor(cube(n), dtype=torch.float32, device=device)
+    labels = torch.tensor(t, dtype=torch.float32, device=device)[:, None]
+    parent = StackedMLP([n, width, 1], parents, alpha, seed, device=device)
     _fit(parent, X, labels.repeat(1, parents), epochs, lr, f"parents width {width}", progress)
-    parent_solved = ((parent.forward(X) > 0) == (labels > 0.5)).all(0).numpy()
+    parent_solved = ((parent.forward(X) > 0) == (labels > 0.5)).all(0).cpu().numpy()
     used = np.flatnonzero(parent_solved)
     smallest = np.zeros(len(used), dtype=int)
     result = {"parent_solved": parent_solved, "parents_used": used, "smallest": smallest, "subsets": {},
@@ -963,6 +982,7 @@ def xor1d_local_optima(n_nets: int, steps: int = 500, lr: float = 0.1, seed: int
 
     Points x = -1, 0, 0, 1 with targets -1, 1, 1, -1 (eq. 3.25, SSE loss), plain gradient descent,
     He-normal weights, zero biases. Returns (final losses (n_nets,), parameters dict of arrays).
+    Runs on the CPU at every scale: the thesis' 1,000 two-unit nets take about a second there.
     """
     if not isinstance(n_nets, int) or n_nets < 1 or not isinstance(steps, int) or steps < 1:
         raise ValueError(f"n_nets and steps must be positive ints, got {n_nets!r}, {steps!r}")

@@ -294,6 +294,67 @@ def test_prune_and_finetune_shapes():
         B.prune_and_finetune(B.parity_table(2), 4, 0.1, parents=4, epochs=10, max_width=5)
 
 
+# ---- device (issue 22) ----------------------------------------------------------------------------
+
+def test_trainers_give_identical_numbers_for_every_cpu_choice(monkeypatch):
+    """Issue 22: REPRO_DEVICE=cpu and auto, and an explicit CPU device, give the same numbers on a
+    CPU-only machine, and the results come back as numpy arrays."""
+    tables = B.truth_table(B.npn_classes(3)[:6], 3)
+    runs = []
+    for env, arg in (("auto", None), ("cpu", None), ("auto", "cpu"), ("cpu", torch.device("cpu"))):
+        monkeypatch.setenv("REPRO_DEVICE", env)
+        ok, acc = B.train_boolean_nets(tables, 3, 1, 0.1, 3, 60, seed=2, progress=False, with_accuracy=True,
+                                       device=arg)
+        res = B.prune_and_finetune(B.parity_table(2), 4, 0.1, 3, 80, seed=1, max_width=2, progress=False,
+                                   device=arg)
+        runs.append((ok, acc, res["parent_solved"], res["solved"][2], res["curves"][2]))
+    assert 0 < runs[0][1].mean() < 1 and runs[0][4].std() > 0  # the runs compared are not trivial
+    for run in runs[1:]:
+        for first, this in zip(runs[0], run):
+            assert isinstance(this, np.ndarray) and np.array_equal(first, this)
+
+
+def test_trainers_build_their_nets_on_the_device_lib_scale_resolves(monkeypatch):
+    """The trainers resolve ``device`` once (None: REPRO_DEVICE) and build every net on the answer;
+    ``cpu:0`` stands in for a second device (a distinct torch.device that a CPU-only machine has)."""
+    calls = []
+    monkeypatch.setattr(B, "as_device", lambda device=None, name="device": calls.append(device) or torch.device("cpu", 0))
+    B.train_boolean_nets(B.parity_table(2)[None], 2, 1, 0.1, 2, 3, progress=False)
+    assert calls == [None, torch.device("cpu", 0)]
+    calls.clear()
+    B.prune_and_finetune(B.parity_table(2), 3, 0.1, 2, 200, seed=0, max_width=1, progress=False, device="cuda:1")
+    assert calls[:2] == ["cuda:1", torch.device("cpu", 0)]
+
+
+def test_stacked_nets_keep_their_device(monkeypatch):
+    """Weights drawn on the CPU land on ``device``; sub-networks are built where their parent lives
+    (the meta device stands in for a GPU: a CPU tensor copied into it, or mixed with it, fails)."""
+    cpu = B.StackedMLP([3, 4, 1], 5, 0.1, 0)
+    assert cpu.device == torch.device("cpu") and cpu.grad.device == cpu.device
+    with pytest.raises(ValueError, match="^device must be one of"):
+        B.StackedMLP([3, 4, 1], 5, 0.1, 0, device="gpu")
+    monkeypatch.setattr(B, "as_device", lambda device=None, name="device": torch.device(device))  # admit meta
+    meta = B.StackedMLP([3, 4, 1], 5, 0.1, 0, device="meta")
+    assert {p.device.type for p in meta.params + meta.grads} == {"meta"} and meta.B == 5
+    child = B.subnetworks(meta, [(0, 1), (2, 3)], [0, 4])
+    assert child.device.type == "meta" and child.B == 4 and child.params[0].shape == (3, 2, 4)
+    X = torch.ones(8, 3, device="meta")
+    zs = [torch.ones(8, 4, 5, device="meta"), torch.ones(8, 1, 5, device="meta")]
+    meta.backward(X, zs, torch.ones(8, 5, device="meta"))  # the hand-written gradient runs on the device
+    assert meta.grad.device.type == "meta"
+
+
+def test_bad_device_is_refused_before_any_training(monkeypatch):
+    def no_training(*args, **kwargs):
+        raise AssertionError("trained before the device was checked")
+
+    monkeypatch.setattr(B, "_fit", no_training)
+    with pytest.raises(ValueError, match="^device must be one of"):
+        B.train_boolean_nets(B.parity_table(2)[None], 2, 1, 0.1, 2, 3, progress=False, device="gpu")
+    with pytest.raises(ValueError, match="^device must be one of"):
+        B.prune_and_finetune(B.parity_table(2), 3, 0.1, 2, 3, progress=False, device="gpu")
+
+
 def test_stacked_mlp_initialisations():
     # He-normal: std sqrt(2 / fan_in); "torch": uniform on +-1/sqrt(fan_in) (std 1/sqrt(3 fan_in))
     he, uni = B.StackedMLP([4, 8, 1], 2000, 0.1, 0), B.StackedMLP([4, 8, 1], 2000, 0.1, 0, init="torch")
