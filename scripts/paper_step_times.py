@@ -14,7 +14,7 @@ one step warms up (CUDA context, kernels); then calls of more steps are timed un
 (the trainers hand the model back on the CPU, which synchronises) / its optimiser steps; the timed call
 includes moving its (small) data set to the device once.
 
-    python scripts/paper_step_times.py --device cpu|cuda [--json OUT.json] [--budget SECONDS]
+    python scripts/paper_step_times.py --device cpu|cuda [--json OUT.json] [--budget SECONDS] [--only TEXT ...]
 
 A failing case prints its error and the others still run; the exit status is 1 if any case failed.
 """
@@ -203,6 +203,42 @@ def case_ch06(device):
     return cases
 
 
+def case_ch06_boolean(device):
+    """Chapter 06 and its higher-dimensions section: stacked leaky-ReLU nets trained full batch on the
+    corners by lib.boolean.train_boolean_nets, at the largest shape of the thesis' grid (10 x 5). A step
+    is one epoch with every net still training (no solved net leaves), so it bounds the other shapes'
+    steps from above, and the estimates are upper bounds."""
+    import numpy as np
+
+    from lib import boolean as B
+
+    main = notebook_names("06_boolean_swaps", ("THESIS_GRID", "CPU_GRID", "BooleanConfig", "CONFIG"))["CONFIG"].paper
+    dims = notebook_names("06_boolean_swaps_higher_dims", ("HigherDimsConfig", "CONFIG"))["CONFIG"].paper
+    width, depth = max(w for w, _ in main.shapes), max(d for _, d in main.shapes)
+    n_main = len(B.npn_classes(4))
+    tables_dims = np.random.default_rng(0).integers(0, 2, (dims.parity_copies + dims.grid_random, 2 ** dims.grid_n))
+
+    def maker(tables, trials):
+        def make():
+            def run(steps):
+                B.train_boolean_nets(tables, width, depth, 0.1, trials, steps, seed=0, progress=False,
+                                     compact_every=steps + 1, device=device)
+                return steps
+            return run
+        return make
+
+    shapes_main = len(main.alphas) * len(main.shapes)
+    shapes_dims = len(dims.widths) * len(dims.depths)
+    return [Case(f"06 {n_main * main.trials:,} stacked {width}x{depth} nets, 4 inputs (16 corners)",
+                 maker(B.truth_table(B.npn_classes(4), 4), main.trials), shapes_main * main.epochs,
+                 f"{shapes_main} (alpha, shape) runs x {main.epochs} epochs at most (Fig. 3.5 grid; smaller shapes "
+                 "cost less and solved nets leave the computation)"),
+            Case(f"06 higher dimensions: {len(tables_dims) * dims.grid_trials:,} stacked {width}x{depth} nets, "
+                 f"{dims.grid_n} inputs ({2 ** dims.grid_n:,} corners)", maker(tables_dims, dims.grid_trials),
+                 shapes_dims * dims.epochs, f"Fig. 3.7 grid: {shapes_dims} shapes x {dims.epochs} epochs at most "
+                 "(Figs. 3.8-3.9 come on top)")]
+
+
 def case_ch07(device):
     """Chapter 07: the BatchedMLP (LeakEnsemble) of Tables 4.2-4.3, every (loss, leak, normalise)
     configuration x nets_per_config nets as one ensemble, Adam via lib.annulus_training.train_ball_vs_shell
@@ -297,7 +333,7 @@ def case_ch09_deep(device):
 
 
 # cheap cases first: a case's share of the budget grows by what the earlier ones left over
-BUILDERS = (case_ch02, case_ch06, case_ch07, case_ch09_deep, case_ch05, case_ch03)
+BUILDERS = (case_ch02, case_ch06, case_ch07, case_ch09_deep, case_ch06_boolean, case_ch05, case_ch03)
 
 
 # --------------------------------------------------------------------------------------------
@@ -369,6 +405,8 @@ def main(argv=None) -> int:
     ap.add_argument("--autocast", choices=("none", "bf16"), default="none",
                     help="run every trainer call under torch.autocast(bfloat16): the mixed-precision benchmark "
                          "of issue 22 (speed only; the book's trainers do not use it)")
+    ap.add_argument("--only", nargs="+", metavar="TEXT",
+                    help="measure only the cases whose name contains one of these texts (e.g. --only stacked)")
     args = ap.parse_args(argv)
     if args.budget <= 0:
         ap.error(f"--budget must be positive, got {args.budget}")
@@ -395,6 +433,11 @@ def main(argv=None) -> int:
             print(f"{build.__name__}: FAILED to set up: {type(exc).__name__}: {exc}", file=sys.stderr)
             traceback.print_exc()
             results.append({"case": build.__name__, "error": f"{type(exc).__name__}: {exc}"})
+    if args.only:
+        cases = [case for case in cases if any(text in case.name for text in args.only)]
+        if not cases:
+            print(f"--only {args.only}: no case's name contains any of these", file=sys.stderr)
+            return 2
     start = time.perf_counter()
     for i, case in enumerate(cases):
         share = (args.budget - (time.perf_counter() - start)) / (len(cases) - i)
@@ -439,7 +482,7 @@ def main(argv=None) -> int:
         args.json.write_text(json.dumps({
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "device": args.device, "device_name": device_name, "torch": torch.__version__,
-            "python": platform.python_version(), "threads": threads, "budget_s": args.budget, "autocast": args.autocast,
+            "python": platform.python_version(), "threads": threads, "budget_s": args.budget, "autocast": args.autocast, "only": args.only,
             "commit": commit, "results": results}, indent=1) + "\n")
     return 1 if failed else 0
 
