@@ -23,6 +23,7 @@ import torch
 
 from lib import boolean as B
 from lib import validate as V
+from lib.scale import as_device
 from lib.train import train_minibatch
 
 
@@ -108,14 +109,15 @@ class MaskedMLP(B.StackedMLP):
     gradient); ``linear[l]`` (N,) makes hidden layer l the identity, which is how a layer is removed:
     it merges into the next one (:func:`architecture`). The activation of layer l is ``z * s`` with
     slope ``s = mask * (1 if linear or z > 0 else alpha)``, so the hand-written backward is exact.
+    Weights, masks and layer flags live on ``device`` (default the CPU; issue 22).
     """
 
-    def __init__(self, n_in: int, width: int, depth: int, n_nets: int, alpha: float, seed: int):
+    def __init__(self, n_in: int, width: int, depth: int, n_nets: int, alpha: float, seed: int, device="cpu"):
         depth = V.positive_int(depth, "depth")
         n_in, width = V.positive_int(n_in, "n_in"), V.positive_int(width, "width")
-        super().__init__([n_in] + [width] * depth + [1], n_nets, alpha, seed)
-        self.mask = torch.ones(depth, width, n_nets)
-        self.linear = torch.zeros(depth, n_nets, dtype=torch.bool)
+        super().__init__([n_in] + [width] * depth + [1], n_nets, alpha, seed, device=device)
+        self.mask = torch.ones(depth, width, n_nets, device=self.device)
+        self.linear = torch.zeros(depth, n_nets, dtype=torch.bool, device=self.device)
 
     def _slopes(self, zs):
         return [m * torch.where(lin | (z > 0), 1.0, self.alpha) for z, m, lin in zip(zs, self.mask, self.linear)]
@@ -148,13 +150,15 @@ class MaskedMLP(B.StackedMLP):
         gWs[0].view(X.shape[1], -1).copy_(X.T @ dz.reshape(P, -1))
         gbs[0].copy_(dz.sum(0))
 
-    def select(self, index) -> "MaskedMLP":
-        """A new MaskedMLP holding copies of the nets ``index`` (with their masks)."""
-        index = torch.as_tensor(self._net_indices(index, "index"))
-        new = MaskedMLP(self.widths[0], self.widths[1], len(self.mask), len(index), self.alpha, seed=0)
+    def select(self, index, device=None) -> "MaskedMLP":
+        """A new MaskedMLP holding copies of the nets ``index`` (with their masks), on ``device``
+        (default: where this one lives)."""
+        index = torch.as_tensor(self._net_indices(index, "index"), device=self.device)
+        new = MaskedMLP(self.widths[0], self.widths[1], len(self.mask), len(index), self.alpha, seed=0,
+                        device=self.device if device is None else device)
         for mine, theirs in zip(self.params, new.params):
             theirs.copy_(mine[..., index])
-        new.mask, new.linear = self.mask[..., index].clone(), self.linear[:, index].clone()
+        new.mask, new.linear = self.mask[..., index].to(new.device), self.linear[:, index].to(new.device)
         return new
 
     def _net_indices(self, index, name: str) -> np.ndarray:
@@ -166,7 +170,7 @@ class MaskedMLP(B.StackedMLP):
 
     def assign(self, rows, other: "MaskedMLP") -> None:
         """Overwrite nets ``rows`` with all nets of ``other`` (same shape), masks included."""
-        rows = torch.as_tensor(self._net_indices(rows, "rows"))
+        rows = torch.as_tensor(self._net_indices(rows, "rows"), device=self.device)
         V.instance(other, "other", MaskedMLP)
         for mine, theirs in zip(self.params, other.params):
             mine[..., rows] = theirs
@@ -175,9 +179,10 @@ class MaskedMLP(B.StackedMLP):
 
 def fit_masked(model: MaskedMLP, X: torch.Tensor, y: torch.Tensor, epochs: int, lr: float = 0.025,
                desc: str = "fine-tune", progress: bool = False):
-    """Full-batch Adam on all nets (:func:`lib.boolean._fit`: each net trains independently).
+    """Full-batch Adam on all nets (:func:`lib.boolean._fit`: each net trains independently), on the
+    model's device.
 
-    Returns (solved: (N,) bool, 100% accuracy at the end; loss: (N,) final mean BCE).
+    Returns (solved: (N,) bool, 100% accuracy at the end; loss: (N,) final mean BCE), on the CPU.
     """
     V.instance(model, "model", MaskedMLP)
     V.tensor(X, "X", floating=True, shape=(None, model.widths[0]))
@@ -185,11 +190,11 @@ def fit_masked(model: MaskedMLP, X: torch.Tensor, y: torch.Tensor, epochs: int, 
     if y.numel() != X.shape[0]:
         raise V.ArgumentValueError(f"y must hold one label per row of X ({X.shape[0]}), got {V.describe(y)}")
     epochs, lr = V.positive_int(epochs, "epochs"), V.positive(lr, "lr")
-    Y = y.reshape(-1, 1).expand(-1, model.B).contiguous()
+    X, Y = X.to(model.device), y.reshape(-1, 1).expand(-1, model.B).contiguous().to(model.device)
     B._fit(model, X, Y, epochs, lr, desc, progress)
     out = model.forward(X)
     loss = torch.nn.functional.binary_cross_entropy_with_logits(out, Y, reduction="none").mean(0)
-    return ((out > 0) == (Y > 0.5)).all(0), loss
+    return ((out > 0) == (Y > 0.5)).all(0).cpu(), loss.cpu()
 
 
 def _check_mask(mask, linear) -> None:
@@ -248,7 +253,7 @@ def removal_candidates(mask: torch.Tensor, linear: torch.Tensor) -> list:
 
 def deep_prune(n: int, width: int, depth: int, trainings: int, prunings: int, epochs: int,
                finetune_epochs: int, alpha: float = 0.1, lr: float = 0.025, seed: int = 0,
-               progress: bool = True, max_steps: int | None = None) -> dict:
+               progress: bool = True, max_steps: int | None = None, device=None) -> dict:
     """Heuristic deep pruning of width x depth nets on n-parity (thesis §3.4.4, Table 3.5).
 
     Trains ``trainings`` nets; each one that solves n-parity is pruned ``prunings`` times
@@ -258,7 +263,9 @@ def deep_prune(n: int, width: int, depth: int, trainings: int, prunings: int, ep
     weights); a run stops when no removal keeps 100% accuracy. Returns ``trained_solved``
     (trainings,), ``runs`` (a list of dicts: ``training`` index, ``steps`` taken, final ``architecture``,
     the explicit merged ``network``, whether it ``solves`` n-parity (float64) and its ``max_deviation``
-    from the masked net's logits on the corners).
+    from the masked net's logits on the corners). The nets train on ``device`` (default ``REPRO_DEVICE``:
+    the CPU at quick and full scale, CUDA at paper scale where there is one; issue 22); the search and
+    the report run on the CPU.
     """
     from tqdm.auto import tqdm
 
@@ -269,9 +276,10 @@ def deep_prune(n: int, width: int, depth: int, trainings: int, prunings: int, ep
                     ("finetune_epochs", finetune_epochs)):
         if not isinstance(v, int) or v < 1:
             raise ValueError(f"{name} must be a positive int, got {v!r}")
+    device = as_device(device)
     X = torch.tensor(B.cube(n), dtype=torch.float32)
     y = torch.tensor(B.parity_table(n), dtype=torch.float32)[None]
-    parents = MaskedMLP(n, width, depth, trainings, alpha, seed)
+    parents = MaskedMLP(n, width, depth, trainings, alpha, seed, device=device)
     solved, _ = fit_masked(parents, X, y, epochs, lr, f"train {width}x{depth}", progress)
     trained_solved = solved.numpy()
     good = np.flatnonzero(trained_solved)
@@ -285,7 +293,8 @@ def deep_prune(n: int, width: int, depth: int, trainings: int, prunings: int, ep
     bar = tqdm(total=limit, desc=f"deep pruning n={n}", disable=not progress)
     for _ in range(limit):
         idx = np.flatnonzero(active)
-        cands = [(r, c) for r in idx for c in removal_candidates(current.mask[..., r], current.linear[:, r])]
+        mask, linear = current.mask.cpu(), current.linear.cpu()  # one copy per step, read entry by entry
+        cands = [(r, c) for r in idx for c in removal_candidates(mask[..., r], linear[:, r])]
         if not cands:
             break
         trial = current.select([r for r, _ in cands])
@@ -313,6 +322,7 @@ def deep_prune(n: int, width: int, depth: int, trainings: int, prunings: int, ep
         if not active.any():
             break
     bar.close()
+    current = current.select(range(current.B), device="cpu")  # the report reads the nets entry by entry
     cube = B.cube(n)
     for r, run in enumerate(runs):
         run["architecture"] = architecture(current.mask[..., r], current.linear[:, r], n)

@@ -713,3 +713,67 @@ def test_magnitude_prune_returns_an_independent_copy_and_prunes_single_weights()
 def test_wide_pruning_cell_accepts_twelve_bit_parity():
     cell = P.wide_pruning_cell(12, 1, parents=1, epochs=1, finetune_epochs=1)
     assert cell["parents"] == 1 and cell["solved_parents"] == len(cell["per_parent"]) == 0
+
+
+# ---- device (issue 22) ----------------------------------------------------------------------------
+
+def test_deep_prune_gives_identical_numbers_for_every_cpu_choice(monkeypatch):
+    """Issue 22: REPRO_DEVICE=cpu and auto, and an explicit CPU device, give the same deep pruning runs on
+    a CPU-only machine."""
+    runs = []
+    for env, arg in (("auto", None), ("cpu", None), ("auto", "cpu"), ("cpu", torch.device("cpu"))):
+        monkeypatch.setenv("REPRO_DEVICE", env)
+        res = P.deep_prune(2, 3, 2, trainings=2, prunings=2, epochs=300, finetune_epochs=10, seed=0,
+                           progress=False, device=arg)
+        runs.append(res)
+    assert sum(run["steps"] for run in runs[0]["runs"]) > 0  # the runs compared did prune
+    for res in runs[1:]:
+        assert np.array_equal(res["trained_solved"], runs[0]["trained_solved"])
+        for mine, first in zip(res["runs"], runs[0]["runs"]):
+            assert {k: v for k, v in mine.items() if k != "network"} == {k: v for k, v in first.items() if k != "network"}
+            assert all(np.array_equal(W, W0) and np.array_equal(b, b0)
+                       for (W, b), (W0, b0) in zip(mine["network"], first["network"]))
+
+
+def test_deep_prune_trains_on_the_resolved_device_and_reports_on_the_cpu(monkeypatch):
+    """deep_prune resolves ``device`` once (None: REPRO_DEVICE) and builds its nets on the answer;
+    ``cpu:0`` stands in for a second device (a distinct torch.device that a CPU-only machine has).
+    The last nets it builds are the CPU copy its report reads."""
+    calls = []
+
+    def spy(device=None, name="device"):
+        calls.append(device)
+        return torch.device("cpu", 0) if device is None else torch.device(device)
+
+    monkeypatch.setattr(P, "as_device", spy)
+    monkeypatch.setattr(B, "as_device", spy)
+    P.deep_prune(2, 3, 1, trainings=1, prunings=1, epochs=300, finetune_epochs=5, seed=0, progress=False)
+    assert calls[:2] == [None, torch.device("cpu", 0)] and calls[-1] == "cpu"
+
+
+def test_masked_nets_keep_their_device(monkeypatch):
+    """Masks and layer flags live with the weights; select and assign stay on the model's device unless
+    asked (the meta device stands in for a GPU: a CPU tensor mixed with it fails)."""
+    with pytest.raises(ValueError, match="^device must be one of"):
+        P.MaskedMLP(2, 3, 2, 4, 0.1, 0, device="gpu")
+    monkeypatch.setattr(B, "as_device", lambda device=None, name="device": torch.device(device))  # admit meta
+    m = P.MaskedMLP(2, 3, 2, 4, 0.1, 0, device="meta")
+    assert {t.device.type for t in (m.theta, m.grad, m.mask, m.linear)} == {"meta"}
+    sub = m.select([3, 1])
+    assert {t.device.type for t in (sub.theta, sub.mask, sub.linear)} == {"meta"} and sub.B == 2
+    m.assign([0, 2], sub)
+    cpu = P.MaskedMLP(2, 3, 2, 4, 0.1, 0)
+    cpu.mask[1, 2, 3] = 0.0
+    moved = cpu.select([3, 0], device="meta")
+    assert {t.device.type for t in (moved.theta, moved.mask, moved.linear)} == {"meta"}
+    back = cpu.select([3, 0])
+    assert back.device.type == "cpu" and back.mask[1, 2].tolist() == [0.0, 1.0]
+
+
+def test_bad_device_is_refused_before_any_training(monkeypatch):
+    def no_training(*args, **kwargs):
+        raise AssertionError("trained before the device was checked")
+
+    monkeypatch.setattr(P, "fit_masked", no_training)
+    with pytest.raises(ValueError, match="^device must be one of"):
+        P.deep_prune(2, 3, 1, 1, 1, 2, 1, progress=False, device="gpu")
