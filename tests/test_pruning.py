@@ -622,6 +622,70 @@ def test_deep_prune_runs_stop_when_no_removal_keeps_accuracy(monkeypatch):
     assert [r["training"] for r in res["runs"]] == [0, 0, 1, 1]
 
 
+def test_deep_prune_offers_each_removal_applied_to_a_copy_of_its_run(monkeypatch):
+    # the first step's trials, spied on: trial j is its run's net with exactly candidate j applied (a node's
+    # mask entry set to 0, or a layer made linear), all runs' candidates in run order
+    trials = []
+
+    def spy_fit(model, X, y, epochs, lr=0.025, desc="fine-tune", progress=False):
+        if epochs == 5:
+            trials.append((model.mask.clone(), model.linear.clone()))
+        return torch.ones(model.B, dtype=torch.bool) if epochs == 50 else torch.zeros(model.B, dtype=torch.bool), \
+            torch.ones(model.B)
+
+    monkeypatch.setattr(P, "fit_masked", spy_fit)
+    P.deep_prune(2, 3, 2, trainings=2, prunings=1, epochs=50, finetune_epochs=5, progress=False)
+    assert len(trials) == 1  # no removal keeps accuracy: every run stops after its first step
+    mask, linear = trials[0]
+    expected = [c for _ in range(2) for c in P.removal_candidates(torch.ones(2, 3), torch.zeros(2, dtype=torch.bool))]
+    assert mask.shape[-1] == len(expected) == 2 * (6 + 2)
+    for j, c in enumerate(expected):
+        want_mask, want_linear = torch.ones(2, 3), torch.zeros(2, dtype=torch.bool)
+        if c[0] == "node":
+            want_mask[c[1], c[2]] = 0.0
+        else:
+            want_linear[c[1]] = True
+        assert torch.equal(mask[..., j], want_mask) and torch.equal(linear[:, j], want_linear), c
+
+
+def test_deep_prune_steps_each_run_on_its_own_candidates(monkeypatch):
+    # run 0's removals never keep accuracy, run 1's always do (loss = the trial's position + 1): run 0 stops
+    # at once, run 1 still takes a step in that same step and in every later one, drawing among its own
+    # candidates only (the recorder always takes the first: a node of layer 0)
+    draws, trials, per_run = [], [], []
+    real_candidates = P.removal_candidates
+
+    def counting_candidates(mask, linear):
+        out = real_candidates(mask, linear)
+        per_run.append(len(out))
+        return out
+
+    def fake_fit(model, X, y, epochs, lr=0.025, desc="fine-tune", progress=False):
+        if epochs == 50:
+            return torch.ones(model.B, dtype=torch.bool), torch.ones(model.B)
+        trials.append(model.B)
+        ok = torch.zeros(model.B, dtype=torch.bool)
+        ok[model.B - per_run[-1]:] = True  # trials are laid out run by run; the last run asked for is run 1
+        return ok, torch.arange(1, model.B + 1, dtype=torch.float32)
+
+    class Recorder:
+        def choice(self, k, p):
+            draws.append((k, np.asarray(p)))
+            return 0
+
+    monkeypatch.setattr(P, "fit_masked", fake_fit)
+    monkeypatch.setattr(P, "removal_candidates", counting_candidates)
+    monkeypatch.setattr(P.np.random, "default_rng", lambda seed: Recorder())
+    res = P.deep_prune(2, 3, 2, trainings=2, prunings=1, epochs=50, finetune_epochs=5, progress=False, max_steps=3)
+    assert [run["steps"] for run in res["runs"]] == [0, 3]
+    # 2 x (6 nodes + 2 layers); then run 1 alone: 5 nodes + 2 layers, then 3 nodes (layer 0 keeps one) + 2 layers
+    assert trials == [16, 7, 5] and len(draws) == 3
+    k, p = draws[0]
+    inv = 1 / np.arange(9, 17, dtype=float)  # run 1's trials are 9..16 of step 1
+    assert k == 8 and np.allclose(p, inv / inv.sum())
+    assert res["runs"][1]["architecture"] == (2, 3, 1)  # two nodes of layer 0 gone, then layer 0 itself
+
+
 def test_deep_prune_takes_several_steps_and_accepts_n_from_1_to_12():
     res = P.deep_prune(2, 4, 2, trainings=1, prunings=2, epochs=400, finetune_epochs=20, seed=0, max_steps=2,
                        progress=False)
