@@ -814,3 +814,32 @@ def test_id_transform_lookup_tables_against_the_tables():
         for t in rng.choice(len(maps), 6, replace=False):
             expected = [int("".join(map(str, row[maps[t]])), 2) for row in tables]
             assert B._transform_ids(ids, luts, chunk, t).tolist() == expected
+
+
+def test_trainer_defaults_boundaries_and_progress_bars(capsys):
+    """Defaults (seed 0, a progress bar naming what trains), the smallest accepted arguments (width 1,
+    compact_every 1), n <= 12 inputs, and prune_and_finetune's widths 1..max_width, each width listed
+    also when stop_at_first leaves nothing to try."""
+    xor = B.parity_table(2)
+    quiet = dict(progress=False)
+    runs = [B.train_boolean_nets(xor[None], 2, 1, 0.1, 20, 40, with_accuracy=True, **quiet, **seed) for seed in
+            ({}, {"seed": 0}, {"seed": 1})]
+    assert all(np.array_equal(a, b) for a, b in zip(runs[0], runs[1]))
+    assert not np.array_equal(runs[0][1], runs[2][1])  # (so the default is seed 0, not any seed)
+    assert not np.array_equal(B.prune_and_finetune(xor, 3, 0.1, 6, 40, max_width=1, **quiet)["curves"][1],
+                              B.prune_and_finetune(xor, 3, 0.1, 6, 40, max_width=1, seed=1, **quiet)["curves"][1])
+    assert B.train_boolean_nets(xor[None], 1, 1, 0.1, 2, 5, compact_every=1, **quiet).shape == (1, 2)
+    capsys.readouterr()
+    B.train_boolean_nets(xor[None], 2, 1, 0.1, 2, 5)
+    B.prune_and_finetune(xor, 2, 0.1, 2, 5, max_width=1)
+    err = capsys.readouterr().err
+    assert "n=2 2x1 alpha=0.1" in err and "parents width 2" in err
+    too_many = np.zeros(2 ** 13, dtype=np.uint8)
+    for call in (lambda: B.train_boolean_nets(too_many[None], 2, 1, 0.1, 1, 1, **quiet),
+                 lambda: B.prune_and_finetune(too_many, 2, 0.1, 1, 1, max_width=1, **quiet)):
+        with pytest.raises(ValueError, match=r"^table.*n = 13 inputs are not supported here \(at most n = 12\)$"):
+            call()
+    res = B.prune_and_finetune([0, 1, 1, 1], 3, 0.1, 2, 300, max_width=3, stop_at_first=True, **quiet)
+    assert res["smallest"].tolist() == [1, 1]  # OR: one unit suffices, widths 2 and 3 are never tried
+    assert sorted(res["subsets"]) == [1, 2, 3] and sorted(res["tried"]) == [1]
+    assert res["subsets"][3] == [(0, 1, 2)]
