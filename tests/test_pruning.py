@@ -841,3 +841,28 @@ def test_bad_device_is_refused_before_any_training(monkeypatch):
     monkeypatch.setattr(P, "fit_masked", no_training)
     with pytest.raises(ValueError, match="^device must be one of"):
         P.deep_prune(2, 3, 1, 1, 1, 2, 1, progress=False, device="gpu")
+
+
+def test_channel_prune_scores_on_a_subset_drawn_from_its_own_seed(monkeypatch):
+    """``score_samples`` picks its subset with ``seed``, whatever the global RNG's state: the same seed
+    scores on the same images, another seed on others."""
+    seen = []
+    real_evaluate = P.evaluate
+
+    def spy(model, X, y, *args, **kwargs):
+        seen.append(X[:, 0, 0, 0].tolist())  # image i is filled with the value i
+        return real_evaluate(model, X, y, *args, **kwargs)
+
+    monkeypatch.setattr(P, "evaluate", spy)
+    X = torch.arange(12.0)[:, None, None, None].expand(12, 1, 8, 8).contiguous()
+    y = torch.arange(12) % 3
+    subsets = []
+    for global_seed, seed in ((1, 0), (2, 0), (1, 5)):
+        torch.manual_seed(global_seed)
+        seen.clear()
+        P.channel_prune(P.PrunableCNN(1, 8, channels=2, classes=3, seed=0), X, y, X[:3], y[:3], finetune_epochs=0,
+                        score_samples=5, seed=seed, progress=False)
+        scored = [s for s in seen if len(s) == 5]
+        assert scored and all(s == scored[0] for s in scored)
+        subsets.append(scored[0])
+    assert subsets[0] == subsets[1] != subsets[2] and len(set(subsets[0])) == 5
