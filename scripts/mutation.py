@@ -10,7 +10,10 @@ the module's sha256, the counts, the score and the mutmut version and git commit
 surviving mutants judged *equivalent* (they cannot change any result: e.g. ``"QUICK".lower()`` for
 ``"quick"``), each with its reason. A mutant that makes its tests run past mutmut's CPU-time limit (an endless
 loop, or a training loop that no longer converges) counts as detected, like a killed one; the record
-keeps the two counts apart (``killed``, ``timeouts``). An entry made by hand from a run that was not one
+keeps the two counts apart (``killed``, ``timeouts``). mutmut 3.8 also stops a mutant at half that limit
+in wall-clock seconds, so a timeout can also be a process that waits: ``tests/conftest.py`` removes the
+one such wait found (tqdm's cross-process lock), and a module whose run shows many timeouts deserves a
+look at its hung processes before its score is believed. An entry made by hand from a run that was not one
 plain ``mutmut run`` (resumed on its unchecked mutants, or an earlier run's survivors re-run against
 tests that only grew) says how in its ``note``; a re-run of the module replaces it. A re-run keeps
 the ones whose mutant still survives and drops (and prints) the rest, since mutant numbers shift when
