@@ -19,6 +19,7 @@ import torch
 
 from lib import validate as V
 from lib.nets import BatchedMLP
+from lib.scale import as_device
 from lib.train import train_minibatch
 
 __all__ = ["ball_vs_shell", "LeakEnsemble", "train_ball_vs_shell", "sign_accuracy"]
@@ -102,18 +103,18 @@ def train_ball_vs_shell(X: torch.Tensor, y: torch.Tensor, slopes, bce, *, epochs
     bce = V.array(bce, "bce (one bool per net: BCE or MSE)", ndim=1, shape=(X.shape[1],), dtype=None)
     if bce.dtype != bool:
         raise ValueError(f"bce (one bool per net: BCE or MSE) must be an array of bools, got dtype {bce.dtype}")
-    is_bce = torch.tensor(bce, dtype=X.dtype)
+    device = as_device(None)  # REPRO_DEVICE (CUDA at paper scale where there is one): the loss's mask lives there
+    is_bce = torch.tensor(bce, dtype=X.dtype, device=device)
 
     def loss_fn(out, yb):                                        # out (nets, batch), yb (batch, nets)
         yb = yb.T
         mse = ((out - yb) ** 2).mean(1)
         bce_loss = torch.nn.functional.softplus(-yb * out).mean(1)   # BCE on logits for labels +-1
-        w = is_bce.to(out.device)            # the trainer runs on REPRO_DEVICE (CUDA at paper scale)
-        return w * bce_loss + (1 - w) * mse
+        return is_bce * bce_loss + (1 - is_bce) * mse
 
     model = LeakEnsemble([d, width, 1], seeds=V.sequence(net_seeds, "net_seeds", min_len=1), slopes=slopes)
     train_minibatch(model, X, y, loss_fn, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed,
-                    optimizer="adam", progress=False)
+                    optimizer="adam", progress=False, device=device)
     return model
 
 

@@ -483,8 +483,8 @@ def train_multiexit(model: MultiExitCNN, X, y, distill, cfg: MultiExitConfig, *,
                     xb = torch.cat([xb, X_unl[rows, u]], 1)
                     yb = torch.cat([yb, torch.full_like(yb, -100)], 1)
                     b, share_unl = idx.shape[1], X_unl.shape[1] / (n + X_unl.shape[1])  # eq. (6.6): (n_u)/N'
-                    weights = torch.cat([torch.full((S, b), (1 - share_unl) / b), torch.full((S, b), share_unl / b)], 1)
-                    weights = weights.to(dev)
+                    weights = torch.cat([torch.full((S, b), (1 - share_unl) / b, device=dev),
+                                         torch.full((S, b), share_unl / b, device=dev)], 1)
                 logits = model(xb)
                 loss = multiexit_objective(logits, yb, distill.to(logits[0].dtype), annealer.tau, teachers,
                                            weights).sum()

@@ -127,21 +127,25 @@ def test_sign_accuracy_counts_correct_signs_and_zero_as_wrong():
     np.testing.assert_allclose(sign_accuracy(model, X, y), [0.5, 0.5])
 
 
-def test_train_ball_vs_shell_loss_follows_the_training_device(monkeypatch):
-    """Issue 22: at paper scale the trainer runs on CUDA, so the per-net loss choice must meet the outputs
-    on their device (found by the GPU smoke run; the meta device stands in for CUDA here)."""
+def test_train_ball_vs_shell_trains_and_computes_its_loss_on_the_resolved_device(monkeypatch):
+    """Issue 22: at paper scale the trainer runs on CUDA, so the per-net loss choice must live with the
+    outputs (a CPU mask meeting CUDA outputs failed the first GPU smoke run). The device is resolved once
+    (REPRO_DEVICE), the mask is made there and the trainer is told to train there; the meta device stands
+    in for CUDA."""
     seen = {}
 
     def fake_train_minibatch(model, X, y, loss_fn, **kwargs):
-        out = torch.tensor([[0.5, -1.0], [2.0, 0.0]], dtype=X.dtype)       # (nets, batch)
-        yb = torch.tensor([[1.0, -1.0], [-1.0, -1.0]], dtype=X.dtype)      # (batch, nets)
-        seen["cpu"] = loss_fn(out, yb)
-        seen["meta"] = loss_fn(out.to("meta"), yb.to("meta"))
+        dev = kwargs["device"]
+        out = torch.tensor([[0.5, -1.0], [2.0, 0.0]], dtype=X.dtype, device=dev)       # (nets, batch)
+        yb = torch.tensor([[1.0, -1.0], [-1.0, -1.0]], dtype=X.dtype, device=dev)      # (batch, nets)
+        seen[dev.type] = loss_fn(out, yb)
 
     monkeypatch.setattr(AT, "train_minibatch", fake_train_minibatch)
     X = torch.zeros(2, 2, 1, dtype=torch.float64)
-    AT.train_ball_vs_shell(X, torch.ones(2, 2, dtype=torch.float64), [0.0, 0.0], [True, False], epochs=1,
-                           batch_size=2, lr=0.1, seed=0, net_seeds=[0, 1])
+    for dev in ("cpu", "meta"):
+        monkeypatch.setattr(AT, "as_device", lambda device=None, dev=dev: torch.device(dev))
+        AT.train_ball_vs_shell(X, torch.ones(2, 2, dtype=torch.float64), [0.0, 0.0], [True, False], epochs=1,
+                               batch_size=2, lr=0.1, seed=0, net_seeds=[0, 1])
     assert seen["meta"].device.type == "meta" and seen["meta"].shape == (2,)
     bce0 = (math.log1p(math.exp(-0.5)) + math.log1p(math.exp(-1.0))) / 2  # net 0: BCE, labels (1, -1)
     mse1 = ((2.0 + 1.0) ** 2 + (0.0 + 1.0) ** 2) / 2                       # net 1: MSE, labels (-1, -1)
