@@ -9,7 +9,12 @@ collecting the records of its :func:`lib.checks.check` calls. One-thread runs go
 cores (``--jobs``); runs with more threads go one at a time. The summary gives per seed pass/fail and
 per check the smallest margin seen, the seed it came from, and the margin in units of the checked
 value's seed-to-seed standard deviation: a check is robust when that number is large, not merely
-positive. ``--write`` stores it, with provenance, as ``results/<chapter>/seeds.json``; a tree with
+positive. A check is *thin* when the typical run (the mean value) is under
+:data:`MEAN_MARGIN_SDS` spreads from its threshold or the worst run under :data:`SMALLEST_MARGIN_SDS`:
+at 20 seeds that is not enough room for a reader's seed or CPU; the summary flags such checks and a
+structure test refuses them in a committed record. Checks of the committed full run
+(:func:`lib.checks.check_full_run`) read the same file in every run: they are reported as constant,
+with no margin against a spread. ``--write`` stores it, with provenance, as ``results/<chapter>/seeds.json``; a tree with
 uncommitted changes is refused (the record must name the code that produced it).
 """
 
@@ -33,6 +38,8 @@ from lib.checks import CHECKS_FILE_ENV, margin
 from lib.run import repo_root
 
 ANSI = re.compile(r"\x1b\[[0-9;]*m")  # colour codes of IPython tracebacks
+MEAN_MARGIN_SDS = 4.0      # a statistical check's mean value must be this many seed-to-seed sds inside,
+SMALLEST_MARGIN_SDS = 2.0  # and its worst run this many (issue 32: 1-2 sds failed at unseen seeds)
 
 
 def parse_seeds(text: str) -> list[int]:
@@ -107,8 +114,11 @@ def summarise(runs: list[Run]) -> dict:
         margins = [(-np.inf if r["margin"] is None else r["margin"], run.seed, run.threads) for run, r in seen]
         worst = min(margins)
         values = np.array([r["value"] for _, r in seen], dtype=float)
-        sd = float(np.std(values, ddof=1)) if len(values) > 1 and np.isfinite(values).all() else None
         first = seen[0][1]
+        committed = bool(first.get("committed"))
+        sd = float(np.std(values, ddof=1)) if len(values) > 1 and np.isfinite(values).all() else None
+        if committed:  # the committed full run's value: the same in every run, no spread to measure
+            sd = None
         checks[name] = {
             "op": first["op"], "threshold": first["threshold"], "runs": len(seen),
             "failures": sum(not r["passed"] for _, r in seen),
@@ -121,11 +131,25 @@ def summarise(runs: list[Run]) -> dict:
             # new seed (or a reader's CPU) fails the check rarely (~1e-3 per run for a normal spread)
             "mean_margin_over_sd": (margin(float(np.mean(values)), first["op"], first["threshold"]) / sd)
             if sd and np.isfinite(values).all() else None,
+            "committed": committed,
+            "constant": committed or not sd,
         }
+        checks[name]["thin"] = is_thin(checks[name])
     # a check that a failing run never reached is reported by the run's error, not here
     return {"runs": len(runs), "passes": sum(r.passed for r in runs),
             "failed_runs": [{"seed": r.seed, "threads": r.threads, "error": r.error} for r in runs if not r.passed],
             "checks": checks}
+
+
+def is_thin(c: dict) -> bool:
+    """Whether a summarised check has too little room against its seed-to-seed spread (a constant
+    check, whose value never varied, has no spread to measure and is not thin; a failing one is)."""
+    if c["min_margin"] is None or c["min_margin"] < 0:
+        return True
+    if c.get("committed") or not c["value_sd"]:
+        return False
+    return (c["mean_margin_over_sd"] is None or c["mean_margin_over_sd"] < MEAN_MARGIN_SDS
+            or c["min_margin_over_sd"] < SMALLEST_MARGIN_SDS)
 
 
 def sweep(notebook: Path, seeds: list[int], threads: int = 1, alt_seeds=(), alt_threads: int = 2,
@@ -153,7 +177,7 @@ def format_summary(notebook: Path, summary: dict) -> str:
     """A Markdown table of a notebook's checks, smallest margin relative to the seed-to-seed spread first."""
     lines = [f"### {notebook.name}: {summary['passes']} of {summary['runs']} runs pass", "",
              "| check | op | threshold | runs | failures | smallest margin | seed (threads) | value mean | value sd "
-             "| smallest margin / sd | mean margin / sd |", "|---|---|---|---|---|---|---|---|---|---|---|"]
+             "| smallest margin / sd | mean margin / sd | room |", "|---|---|---|---|---|---|---|---|---|---|---|---|"]
     fmt = lambda v: "—" if v is None else f"{v:.4g}"  # noqa: E731
     order = sorted(summary["checks"].items(), key=lambda kv: (kv[1]["min_margin_over_sd"] is None,
                                                              kv[1]["min_margin_over_sd"] or 0))
@@ -161,10 +185,23 @@ def format_summary(notebook: Path, summary: dict) -> str:
         lines.append(f"| {name} | {c['op']} | {fmt(c['threshold'])} | {c['runs']} | {c['failures']} | "
                      f"{fmt(c['min_margin'])} | {c['min_margin_seed']} ({c['min_margin_threads']}) | "
                      f"{fmt(c['value_mean'])} | {fmt(c['value_sd'])} | {fmt(c['min_margin_over_sd'])} | "
-                     f"{fmt(c.get('mean_margin_over_sd'))} |")
+                     f"{fmt(c.get('mean_margin_over_sd'))} | {_room(c)} |")
+    thin = [name for name, c in order if c.get("thin")]
+    if thin:
+        lines.append(f"\nTHIN ({len(thin)}; need mean margin >= {MEAN_MARGIN_SDS:g} sd and smallest >= "
+                     f"{SMALLEST_MARGIN_SDS:g} sd): " + "; ".join(thin))
     for f in summary["failed_runs"]:
         lines.append(f"\nseed {f['seed']} (threads {f['threads']}) failed: {headline(f['error'])}")
     return "\n".join(lines)
+
+
+def _room(c: dict) -> str:
+    """The last column of the summary table: why a check is safe, or that it is not."""
+    if c.get("thin"):
+        return "THIN"
+    if c.get("committed"):
+        return "constant (committed full run)"
+    return "constant (no spread)" if not c["value_sd"] else "ok"
 
 
 def write_record(notebook: Path, runs: list[Run], summary: dict, wall_s: float, allow_dirty: bool) -> Path:
@@ -219,10 +256,10 @@ def main(argv=None) -> int:
                      progress=lambda msg: print(msg, flush=True))
         summary = summarise(runs)
         print("\n" + format_summary(nb, summary) + "\n", flush=True)
-        all_pass &= summary["passes"] == summary["runs"]
+        all_pass &= summary["passes"] == summary["runs"] and not any(c["thin"] for c in summary["checks"].values())
         if args.write:
             print(f"wrote {write_record(nb, runs, summary, time.perf_counter() - start, args.allow_dirty)}")
-    return 0 if all_pass else 1
+    return 0 if all_pass else 1  # a failed run or a thin check
 
 
 if __name__ == "__main__":

@@ -117,6 +117,47 @@ def test_summary_finds_the_smallest_margin_and_its_seed():
     assert "seed 2 (threads 2) failed: boom" in table
 
 
+def test_full_run_checks_are_named_marked_and_reported_as_constant(monkeypatch):
+    monkeypatch.setattr(checks, "RECORDS", [])
+    assert checks.check_full_run("gain", [3.0, 2.0], ">=", 1.0) == pytest.approx(1.0)
+    rec = checks.RECORDS[-1]
+    assert rec["check"] == "[full run] gain" and rec["committed"] is True and rec["value"] == 2.0
+    checks.check_full_run("[full run] twice", 2.0, ">=", 1.0)  # the prefix is not doubled
+    assert checks.RECORDS[-1]["check"] == "[full run] twice"
+    checks.check("plain", 2.0, ">=", 1.0)
+    assert "committed" not in checks.RECORDS[-1]
+    with pytest.raises(AssertionError, match=r"\[full run\] bad: 0.5 >= 1.0"):
+        checks.check_full_run("bad", 0.5, ">=", 1.0)
+    runs = [sweep.Run(s, 1, passed=True, chapter="demo", checks=[
+        {"check": "[full run] g", "value": 2.0, "op": ">=", "threshold": 1.0, "margin": 1.0, "passed": True,
+         "committed": True}]) for s in range(3)]
+    c = sweep.summarise(runs)["checks"]["[full run] g"]
+    assert c["committed"] and c["constant"] and not c["thin"]
+    assert c["value_sd"] is None and c["min_margin_over_sd"] is None and c["mean_margin_over_sd"] is None
+    assert "constant (committed full run)" in sweep.format_summary(Path("x.ipynb"), sweep.summarise(runs))
+
+
+@pytest.mark.parametrize("values, thin", [
+    ([5.0, 6.0, 7.0], False),         # sd 1: mean margin 5 sd, smallest 4 sd
+    ([1.5] + [10.0] * 30, True),      # mean margin 5.7 sd, but the smallest only 0.33 sd
+    ([1.9, 2.0, 2.1], False),         # mean margin 10 sd, smallest 9 sd
+    ([1.2, 1.5, 1.8], True),          # mean margin 1.67 sd
+    ([1.0, 1.0, 1.0], False),         # no spread: constant, not thin
+    ([0.9, 1.0, 1.0], True),          # a failing run is always thin
+])
+def test_thin_checks_are_flagged(values, thin):
+    runs = [_run(i, 1, v >= 1.0, {"a": v}) for i, v in enumerate(values)]
+    c = sweep.summarise(runs)["checks"]["a"]
+    sd = np.std(values, ddof=1)
+    if sd:  # the rule, recomputed: mean >= 4 sd and worst >= 2 sd inside the threshold 1.0
+        expected = (np.mean(values) - 1.0) / sd < 4 or (min(values) - 1.0) / sd < 2 or min(values) < 1.0
+    else:
+        expected = min(values) < 1.0
+    assert c["thin"] is thin is bool(expected)
+    table = sweep.format_summary(Path("x.ipynb"), sweep.summarise(runs))
+    assert ("THIN (1;" in table) is thin
+
+
 def _notebook(tmp_path, body):
     """A tiny clone: lib/ (a link to the real package) and chapters/t.ipynb running ``body``."""
     root = tmp_path / "clone"

@@ -186,6 +186,42 @@ def test_seed_sweep_is_recorded_and_current(path):
             f"{path.name}'s code changed since its seed sweep at {commit[:8]}: re-run python -m lib.sweep {path} --write"
 
 
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_seed_sweep_checks_have_room_against_the_spread(path):
+    """Issue 32: every statistical check of the committed sweep has its mean value at least
+    lib.sweep.MEAN_MARGIN_SDS seed-to-seed sds inside its threshold and its worst run at least
+    SMALLEST_MARGIN_SDS; checks of the committed full run are constant (same value in every run).
+    The numbers are recomputed here from the per-run values, not read from the sweep's summary."""
+    import json
+
+    import numpy as np
+
+    from lib.checks import FULL_RUN_PREFIX
+    from lib.sweep import MEAN_MARGIN_SDS, SMALLEST_MARGIN_SDS
+
+    mine = [json.loads(p.read_text()) for p in (ROOT / "results").glob("*/seeds.json")]
+    mine = [r for r in mine if r["notebook"] == f"chapters/{path.name}"]
+    if not mine:
+        pytest.skip(f"no seed sweep recorded yet for {path.name}")
+    rec, thin = mine[0], []
+    for name, c in rec["summary"]["checks"].items():
+        values = np.array([run["checks"][name] for run in rec["runs"] if name in run["checks"]], dtype=float)
+        assert len(values) == len(rec["runs"]), f"{name}: recorded in {len(values)} of {len(rec['runs'])} runs"
+        if name.startswith(FULL_RUN_PREFIX):
+            assert c.get("committed") and np.ptp(values) == 0, f"{name}: a full-run check must be constant"
+            continue
+        assert not c.get("committed"), f"{name}: a check of the committed full run must be named {FULL_RUN_PREFIX!r}..."
+        sd = values.std(ddof=1)
+        if sd == 0:
+            continue
+        sign = 1.0 if c["op"] in (">=", ">") else -1.0
+        mean_room = sign * (values.mean() - c["threshold"]) / sd
+        worst_room = min(sign * (values - c["threshold"])) / sd
+        if mean_room < MEAN_MARGIN_SDS or worst_room < SMALLEST_MARGIN_SDS:
+            thin.append(f"{name}: mean {mean_room:.2f} sd, smallest {worst_room:.2f} sd")
+    assert not thin, f"{len(thin)} thin checks in the seed sweep of {path.name}: " + "; ".join(thin)
+
+
 def _code_sources(nb):
     """What a seed sweep depends on: the code cells' sources, in order. Prose and cell tags (such as the
     bootstrap's 'hide-input') do not change what a run computes, so editing them keeps a sweep current."""
