@@ -85,7 +85,7 @@ def test_chapter_anatomy(nb):
     calls = [n for s in code for n in ast.walk(_parse_cell(s)) if isinstance(n, ast.Call)]
     checks = [c for c in calls if _called_name(c) == "check"]
     assert checks, "no lib.checks.check call: a chapter's statistical checks go through it"
-    for c in checks:  # check(name, value, op, threshold): a stated quantity, comparison and threshold
+    for c in checks + [c for c in calls if _called_name(c) == "check_full_run"]:  # check(name, value, op, threshold): a stated quantity, comparison and threshold
         named = not (c.args and isinstance(c.args[0], ast.Constant) and not isinstance(c.args[0].value, str))
         assert len(c.args) + len(c.keywords) == 4 and named, \
             f"check(...) at line {c.lineno} must name its quantity and give value, op and threshold"
