@@ -86,6 +86,7 @@ def test_targets_of_the_right_size_in_the_wrong_shape_are_refused(out_shape, y_s
 @pytest.mark.parametrize("out_shape, y_shape", [
     ((2, 3, 1), (3,)), ((2, 3, 1), (3, 1)), ((2, 3, 1), (2, 3)), ((2, 3), (3, 1)), ((2, 3, 2), (3, 2)),
     ((3, 3, 1), (3,)),
+    ((1, 1, 1), (1,)), ((2, 1, 1), (1,)), ((2, 1), (1,)), ((2, 1, 1), (2, 1)),   # one point (a minibatch's last)
 ])
 def test_targets_shared_or_per_model_up_to_a_trailing_unit_axis(out_shape, y_shape):
     """The accepted shapes give the loss computed model by model with broadcasting by hand."""
