@@ -752,3 +752,16 @@ def test_exact_region_errors():
         DR.exact_region([(np.eye(2), np.zeros(2)), (np.ones((1, 2)), np.zeros(1))], (-1, 1, -1, 1), 0.1, 0)
     with pytest.raises(ValueError, match="tol"):
         DR.exact_region(_v_net(), (-1, 1, -1, 1), 0.1, 0, tol=-1.0)
+
+
+def test_exact_region_defaults_links_and_labels():
+    r = DR.exact_region(_diamond_net(), (-2, 2, -2, 2), 0.1, 0)
+    same = DR.exact_region(_diamond_net(), (-2, 2, -2, 2), 0.1, 0, tol=1e-9)
+    assert r.n_components == same.n_components and len(r.links) == len(same.links)
+    assert set(r.labels.tolist()) == {0} and all(0 <= i < j < len(r.pieces) for i, j, _ in r.links)
+    for i, j, mid in r.links:  # each link's midpoint lies on the boundary of both pieces, inside the diamond
+        assert abs(mid).sum() < 1.0
+    # a tie margin: with tol above the margin every piece is dropped
+    assert DR.exact_region(_diamond_net(), (-2, 2, -2, 2), 0.1, 0, tol=2.0).n_components == 0
+    # a box inside one piece: one component touching the edge
+    assert DR.exact_counts(_diamond_net(), (0.1, 0.2, 0.1, 0.2), 0.1) == [(1, 0), (0, 0)]

@@ -1083,3 +1083,49 @@ def test_wide_paths_stay_in_the_sublevel_set(make, widths, alpha):
     with pytest.raises(ValueError, match="2 N"):
         make([(W[:5], b_[:5]) if l == 0 else (W[:, :5] if l == 1 else W, b_) for l, (W, b_) in enumerate(a)],
              [(W[:5], b_[:5]) if l == 0 else (W[:, :5] if l == 1 else W, b_) for l, (W, b_) in enumerate(b)], X, y, alpha)
+
+
+def test_defaults_of_the_new_helpers():
+    X = np.abs(np.random.default_rng(4).standard_normal((10, 3)))
+    assert all(np.array_equal(a, b) for a, b in zip(LS.relu_layer_draws(X, 15, 3), LS.relu_layer_draws(X, 15, 3, seed=0)))
+    assert np.array_equal(LS.mlp_params(LS.sigmoid_mlp([3, 4, 2]))[0][0], LS.mlp_params(LS.sigmoid_mlp([3, 4, 2], 0))[0][0])
+    W = np.random.default_rng(1).standard_normal((2, 3))
+    assert np.array_equal(LS.conv_matrix_1d(W, 7), LS.conv_matrix_1d(W, 7, stride=1))
+    Xg = np.random.default_rng(3).standard_normal((12, 6))
+    y = np.arange(12) % 3
+    P = LS.global_minimum([6, 24, 4, 3], Xg, y)
+    assert all(np.array_equal(a, b) for (a, _), (b, _) in zip(P, LS.global_minimum([6, 24, 4, 3], Xg, y, seed=0)))
+    F2 = LS.sigmoid_outputs(P, Xg)[1]
+    assert F2.min() > 0.1 - 1e-9 and F2.max() < 0.9 + 1e-9  # the class code E is drawn in (0.1, 0.9)
+    assert np.all(P[1][1] == 0) and np.all(P[2][1] == 0)  # zero biases above the first layer
+
+
+def test_copy_step_path_defaults_and_stage_lengths():
+    rng = np.random.default_rng(8)
+    X = np.hstack([rng.standard_normal((5, 3)), np.ones((5, 1))])
+    W, Wt, V = rng.standard_normal((10, 4)), rng.standard_normal((10, 4)), rng.standard_normal((2, 10))
+    path = LS.copy_step_path(X, W, V, Wt)
+    assert len(path) == 1 + 6 * 9
+    same = LS.copy_step_path(X, W, V, Wt, 0.2, 10)
+    assert all(np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]) for a, b in zip(path, same))
+    assert np.abs(path[-1][1] - same[-1][1]).max() == 0.0
+
+
+def test_valley_and_wide_paths_defaults():
+    X = LS.gaussian_points(12, 3, seed=1)
+    y = np.arange(12) % 3
+    net = LS.init_net([3, 12, 6, 3], 2)
+    path, info = LS.valley_descent_path(net, X, y)
+    assert len(path) == 1 + 2 * 49 and info["s"] == pytest.approx(LS.yhat_scale(3, 1e-3))
+    assert LS.cross_entropy_loss(path[-1], X, y, 0.2) == pytest.approx(1e-3, rel=1e-6)
+    Xw, yw, (a, b) = _leaky_net_pair([12, 5, 3], 6, 2)
+    p1, i1 = LS.wide_first_layer_path(a, b, Xw, yw)
+    p2, _ = LS.wide_first_layer_path(a, b, Xw, yw, 0.2, 0, 20)
+    assert len(p1) == len(p2) and all(np.array_equal(u[0][0], v[0][0]) for u, v in zip(p1, p2))
+    assert i1["stage"].count("A") == 19
+    Xr, yr, (ra, rb) = _leaky_net_pair([12, 12, 3], 6, 2, alpha=0.0)
+    q1, j1 = LS.wide_relu_path(ra, rb, Xr, yr)
+    q2, _ = LS.wide_relu_path(ra, rb, Xr, yr, 0.0, 0, 10)
+    assert len(q1) == len(q2) and j1["stage"].count("segment") == 9
+    losses = [LS.cross_entropy_loss(p, Xr, yr, 0.0) for p in q1]
+    assert max(losses) <= max(losses[0], losses[-1]) + 1e-9
