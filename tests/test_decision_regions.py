@@ -765,3 +765,28 @@ def test_exact_region_defaults_links_and_labels():
     assert DR.exact_region(_diamond_net(), (-2, 2, -2, 2), 0.1, 0, tol=2.0).n_components == 0
     # a box inside one piece: one component touching the edge
     assert DR.exact_counts(_diamond_net(), (0.1, 0.2, 0.1, 0.2), 0.1) == [(1, 0), (0, 0)]
+
+
+def test_margin_and_shared_midpoints_by_hand():
+    A, c = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]]), np.array([0.0, 0.5, 0.0])
+    X = np.array([[2.0, 1.0], [0.0, 0.0]])
+    assert np.allclose(DR._margin(A, c, 0, X), [2.0 - 1.5, 0.0 - 0.5])
+    assert np.allclose(DR._margin(A, c, 1, X[0]), [1.5 - 2.0])
+    P = np.array([[0.0, 0.0], [2.0, 0.0], [2.0, 2.0], [0.0, 2.0]])
+    Q = np.array([[2.0, 1.0], [3.0, 1.0], [3.0, 3.0], [2.0, 3.0]])  # shares x = 2, 1 <= y <= 2 with P
+    mids = DR._shared_midpoints(P, Q, 1e-9)
+    assert len(mids) == 1 and np.allclose(mids[0], [2.0, 1.5])
+    assert DR._shared_midpoints(P, Q + [0.0, 1.0], 1e-9) == []  # touch at the corner (2, 2) only
+    assert DR._shared_midpoints(P, Q + [1e-3, 0.0], 1e-9) == []  # parallel, apart
+    assert len(DR._shared_midpoints(P, Q + [1e-10, 0.0], 1e-9)) == 1  # within eps of the line
+    R = np.array([[0.0, 0.0], [0.0, 0.0], [2.0, 0.0], [2.0, 2.0]])  # a degenerate (zero-length) edge is skipped
+    assert len(DR._shared_midpoints(R, np.array([[0.0, 0.0], [2.0, 0.0], [1.0, -1.0]]), 1e-9)) == 1
+
+
+def test_exact_region_edge_rule_uses_the_box_size():
+    big = DR.exact_region(_diamond_net(), (-1.0 - 1e-6, 1.0 + 1e-6, -2, 2), 0.1, 0)
+    assert (big.n_components, big.edge_free) == (1, 1)  # the diamond's tips stay 1e-6 inside: edge-free
+    touch = DR.exact_region(_diamond_net(), (-1.0, 1.0, -2, 2), 0.1, 0)
+    assert (touch.n_components, touch.edge_free) == (1, 0)  # its tips on the edge
+    for box in ((-1.0, 2.0, -2, 2), (-2.0, 1.0, -2, 2), (-2, 2, -1.0, 2.0), (-2, 2, -2.0, 1.0)):
+        assert DR.exact_region(_diamond_net(), box, 0.1, 0).edge_free == 0, box

@@ -1129,3 +1129,60 @@ def test_valley_and_wide_paths_defaults():
     assert len(q1) == len(q2) and j1["stage"].count("segment") == 9
     losses = [LS.cross_entropy_loss(p, Xr, yr, 0.0) for p in q1]
     assert max(losses) <= max(losses[0], losses[-1]) + 1e-9
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: LS.nr_threshold([1.0, 2.0], (2, 2, 2)), "shape must be (m, n), got [2, 2, 2]"),
+    (lambda: LS.nr_threshold([-1.0], (2, 2)), "svals: singular values are non-negative"),
+    (lambda: LS.conv_widths((28, 28, 1), [("conv", 3, 1, 0)]),
+     "layers: expected ('conv', kernel, stride, padding, channels) or ('pool', kernel, stride), got ('conv', 3, 1, 0)"),
+    (lambda: LS.conv_widths((4, 4, 1), [("conv", 5, 1, 0, 2)]), "layers: ('conv', 5, 1, 0, 2) does not fit its 4 x 4 input"),
+    (lambda: LS.conv_widths((4, 4), [("pool", 2, 2)]), "in_shape must be a sequence of at least 3 item(s), got list [4, 4]"),
+    (lambda: LS.conv_widths((4, 4, 1, 1), [("pool", 2, 2)]), "in_shape must be (H, W, C), got (4, 4, 1, 1)"),
+    (lambda: LS.conv_matrix_1d(np.ones((6, 2)), 5), "W: filters of length 6 do not fit an input of 5"),
+    (lambda: LS.global_minimum([6, 24, 4, 4, 3], np.ones((3, 6)), [0, 1, 2]),
+     "widths must be [d, n_1, m] or [d, n_1, n_2, m] (Cases 1 and 2), got [6, 24, 4, 4, 3]"),
+    (lambda: LS.global_minimum([6, 24, 2, 3], np.ones((3, 6)), [0, 1, 2]), "widths: Case 2 needs n_2 >= m = 3, got [6, 24, 2, 3]"),
+    (lambda: LS.mlp_params(torch.nn.Sequential(torch.nn.Sigmoid())), "model: no torch.nn.Linear layer in it"),
+    (lambda: LS.path_steps([[(np.ones((1, 1)), np.ones(1))], [(np.ones((1, 2)), np.ones(1))]]),
+     "path: every network must have the same layer shapes"),
+    (lambda: LS.copy_step_path(np.eye(3), np.ones((5, 3)), np.ones((1, 5)), np.ones((5, 3))),
+     "W: the layer has 5 units, fewer than 2N = 6 (Lemma 3.4.15)"),
+    (lambda: LS.copy_step_path(np.eye(2), np.ones((4, 2)), np.ones((1, 4)), np.eye(4)[:, :2]),
+     "W: its features have rank < N = 2; repair them first (rank_repair_path, Lemma 3.4.14)"),
+    (lambda: LS.valley_descent_path(LS.init_net([3, 12, 6, 3], 0), np.ones((4, 3)), [0, 1, 2, 0]),
+     "X: the samples must be distinct (Assumption 3.4.4)"),
+    (lambda: LS.valley_descent_path(LS.init_net([3, 12, 6, 3], 0), np.eye(3), [0, 1, 2], alpha=0.0),
+     "alpha (leaky-ReLU slope) must be > 0: Thm 3.4.13 needs an invertible activation"),
+    (lambda: LS.valley_descent_path(LS.init_net([3, 2, 6, 3], 0), np.eye(3), [0, 1, 2]),
+     "params: Thm 3.4.13 needs n_k >= N = 3 and n_(k+1) > ... > n_L, got widths [2, 6, 3] with k = 1"),
+    (lambda: LS.wide_first_layer_path(LS.init_net([3, 5, 2], 0), LS.init_net([3, 5, 2], 1), np.eye(3), [0, 1, 0]),
+     "params: Thm 3.4.16 needs at least 2 N = 6 units in hidden layer(s) [1], got widths [5, 2]"),
+    (lambda: LS.wide_first_layer_path(LS.init_net([3, 6, 2], 0), LS.init_net([3, 6, 2], 1), np.eye(3), [0, 1, 0], alpha=0.0),
+     "alpha (leaky-ReLU slope) must be > 0: Thm 3.4.16 needs an invertible activation"),
+    (lambda: LS.wide_relu_path(LS.init_net([3, 6, 5, 2], 0), LS.init_net([3, 6, 5, 2], 1), np.eye(3), [0, 1, 0]),
+     "params: Thm 3.4.17(2) needs at least 2 N = 6 units in hidden layer(s) [1, 2], got widths [6, 5, 2]"),
+    (lambda: LS.wide_relu_path(LS.init_net([3, 6, 2], 0), LS.init_net([3, 7, 2], 1), np.eye(3), [0, 1, 0]),
+     "params_b must have the same layer shapes as params_a: [(6, 3), (2, 6)] vs [(7, 3), (2, 7)]"),
+])
+def test_new_error_messages_word_for_word(call, message):
+    with pytest.raises(ValueError) as info:
+        call()
+    assert str(info.value) == message
+
+
+def test_valley_descent_refuses_a_rank_deficient_layer_above():
+    net = LS.init_net([3, 12, 6, 3], 2)
+    net[2][0][:] = np.outer(np.ones(3), net[2][0][0])  # W_3 of rank 1
+    X, y = LS.gaussian_points(12, 3, seed=1), np.arange(12) % 3
+    with pytest.raises(ValueError, match=r"W_3 is rank deficient \(Property 3.4.5\)"):
+        LS.valley_descent_path(net, X, y)
+
+
+def test_wide_relu_path_says_when_a_repair_stays_short(monkeypatch):
+    X, y, (a, b) = _leaky_net_pair([12, 12, 3], 6, 2, alpha=0.0)
+    monkeypatch.setattr(LS, "_repair_layer", lambda params, X_, l, alpha, seed, n: [params])
+    a[0][0][:] = -np.abs(a[0][0]) * 0  # every first-layer unit dead (weights 0, biases negative)
+    a[0][1][:] = -1.0
+    with pytest.raises(ValueError, match="the repair of hidden layer 1 did not reach rank N"):
+        LS.wide_relu_path(a, b, X, y, 0.0)

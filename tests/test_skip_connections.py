@@ -899,3 +899,20 @@ def test_readout_descent_is_a_convex_descent_to_the_target():
         SK.readout_descent(few, X, y)
     with pytest.raises(ValueError, match="target"):
         SK.readout_descent(model, X, y, target=0)
+
+
+def test_readout_helpers_defaults():
+    X, y = data(n=10, d=5)
+    model = SK.SkipMLP([5, 16, 16, 3], [0, 1], 24, "softplus", dtype=torch.float64)
+    a = SK.readout_sweep(model, X, y, X, y, [5, 10])
+    b = SK.readout_sweep(model, X, y, X, y, [5, 10], k=0)
+    c = SK.readout_sweep(model, X, y, X, y, [5, 10], k=1)
+    assert np.array_equal(a["v_norm"], b["v_norm"]) and not np.array_equal(a["v_norm"], c["v_norm"])
+    d = SK.readout_descent(model, X, y)
+    e = SK.readout_descent(model, X, y, k=0, target=1e-3, n_points=21, seed=0)
+    assert len(d["lambdas"]) == 21 and np.array_equal(d["losses"], e["losses"]) and d["curvature"] == e["curvature"]
+    assert d["losses"][-1] == pytest.approx(1e-3, rel=1e-8)
+    f = SK.readout_descent(model, X, y, k=1)
+    assert f["losses"][0] != d["losses"][0] or f["curvature"] != d["curvature"]
+    G = np.array([[2.0, 0.0, -1.0], [0.0, 0.0, 0.0]])
+    assert SK._ce_np(G, np.array([0, 2])) == pytest.approx(np.mean([math.log(1 + math.exp(-2) + math.exp(-3)), math.log(3)]))
