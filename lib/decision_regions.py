@@ -31,8 +31,8 @@ import torch
 from scipy import ndimage
 
 from lib import validate as V
-from lib.landscape import nr_rank
-from lib.linear_regions import _check_box
+from lib.landscape import leaky_inverse, nr_rank
+from lib.linear_regions import _check_box, _clip, polygon_area, regions_2d
 from lib.nets import BatchedMLP, as_float64_inputs, as_float64_params, check_leak, forward_f64, init_mlp
 from lib.train import _cross_entropy_per_model  # the trainers' unchecked per-step loss
 
@@ -205,6 +205,120 @@ def component_counts(params, box, res: int, alpha: float, tol: float = 1e-9,
     return [components(mask, connectivity)[:2] for mask in region_grid(params, box, res, alpha, tol)]
 
 
+# ---------------------------------------------------------------------------------------------
+# exact decision regions of a piecewise-linear net in the plane (no grid)
+
+@dataclass(frozen=True)
+class ExactRegion:
+    """Class ``cls``'s decision region inside ``box``, exactly (:func:`exact_region`).
+
+    ``pieces``: the closures of ``C_cls`` intersected with each linear region of the net, convex polygons
+    (counter-clockwise vertices); ``labels[i]``: the component of piece ``i``; ``n_components``: the
+    connected components of ``C_cls`` inside the box; ``edge_free``: how many of them stay away from the
+    box's border (each is a whole bounded component of ``C_cls``: a certificate that the region is
+    disconnected, or bounded); ``links``: the shared edges that join two pieces, as ``(i, j, midpoint)``."""
+    pieces: list
+    labels: np.ndarray
+    n_components: int
+    edge_free: int
+    links: list
+
+
+def _margin(A, c, cls: int, X) -> np.ndarray:
+    """``f_cls(x) - max_{k != cls} f_k(x)`` for the affine outputs ``f(x) = A x + c`` at the rows of ``X``."""
+    F = np.atleast_2d(X) @ A.T + c
+    return F[:, cls] - np.delete(F, cls, axis=1).max(axis=1)
+
+
+def _shared_midpoints(P, Q, eps: float) -> list:
+    """Midpoints of the segments of positive length that two convex polygons share on their boundaries."""
+    out = []
+    for a in range(len(P)):
+        p, d = P[a], P[(a + 1) % len(P)] - P[a]
+        length = math.hypot(*d)
+        if length <= eps:
+            continue
+        u = d / length
+        for b in range(len(Q)):
+            r, s = Q[b] - p, Q[(b + 1) % len(Q)] - p
+            if abs(u[0] * r[1] - u[1] * r[0]) > eps or abs(u[0] * s[1] - u[1] * s[0]) > eps:
+                continue  # not on the line of P's edge
+            lo, hi = max(0.0, min(r @ u, s @ u)), min(length, max(r @ u, s @ u))
+            if hi - lo > eps:
+                out.append(p + 0.5 * (lo + hi) * u)
+    return out
+
+
+def exact_region(params, box, alpha: float, cls: int, tol: float = 1e-9) -> ExactRegion:
+    """The decision region ``C_cls`` (Def. 5.2.1) of a 2-input leaky-ReLU (or ReLU) net inside ``box``,
+    computed exactly from the net's linear regions (:func:`lib.linear_regions.regions_2d`), not on a grid.
+
+    On each linear region ``R`` the outputs are affine, so ``C_cls`` ∩ ``R`` is convex: ``R`` cut by the
+    half-planes ``f_cls >= f_k``. A cut piece on which the outputs tie (the margin ``f_cls - max_k f_k``
+    is ``<= tol`` at its centroid) is dropped: the margin is concave on the piece, so if it is positive
+    anywhere it is positive at every interior point. Two pieces in neighbouring regions belong to one
+    component when they share a boundary segment of positive length whose midpoint has margin ``> tol``
+    (again by concavity along the segment, that midpoint test is exact). A component is *edge-free* when
+    none of its vertices lies on the box's border (within ``1e-9`` of the box's size): it is then a whole
+    bounded component of ``C_cls``. Resolution: pieces of area below ``1e-14`` are not resolved
+    (``regions_2d``'s limit), against a grid cell of ``(box width / resolution)^2``.
+    """
+    params, alpha = as_float64_params(params), check_leak(alpha)
+    x0, x1, y0, y1 = _check_box(box)
+    m = params[-1][0].shape[0]
+    if m < 2:
+        raise V.ArgumentValueError(f"params: a classifier needs at least 2 outputs, got {m}")
+    cls = V.integer(cls, "cls (the class)", min=0, max=m - 1)
+    tol = V.nonnegative(tol, "tol")
+    eps = 1e-9 * max(x1 - x0, y1 - y0)
+    pieces, maps = [], []
+    for r in regions_2d(params, box, alpha):
+        P = r.polygon
+        for k in range(m):
+            if k != cls and len(P):
+                w, c = r.A[cls] - r.A[k], r.c[cls] - r.c[k]
+                P = _clip(P, w, c, 1e-12 * (1.0 + np.abs(w).sum() * max(abs(x0), abs(x1), abs(y0), abs(y1)) + abs(c)))
+        if len(P) and abs(polygon_area(P)) > 1e-14 and _margin(r.A, r.c, cls, P.mean(axis=0))[0] > tol:
+            pieces.append(P)
+            maps.append((r.A, r.c))
+    parent = list(range(len(pieces)))
+
+    def root(i):
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    links = []
+    if pieces:
+        lo = np.array([P.min(axis=0) for P in pieces]) - eps
+        hi = np.array([P.max(axis=0) for P in pieces]) + eps
+        near = np.all((lo[:, None, :] <= hi[None, :, :]) & (lo[None, :, :] <= hi[:, None, :]), axis=2)
+        for i, j in zip(*np.nonzero(np.triu(near, 1))):
+            for mid in _shared_midpoints(pieces[i], pieces[j], eps):
+                if _margin(*maps[i], cls, mid)[0] > tol:
+                    links.append((int(i), int(j), mid))
+                    parent[root(i)] = root(j)
+                    break
+    roots = [root(i) for i in range(len(pieces))]
+    _, labels = np.unique(roots, return_inverse=True) if pieces else (None, np.zeros(0, int))
+    n = int(labels.max()) + 1 if pieces else 0
+    on_edge = np.zeros(n, bool)
+    for P, lab in zip(pieces, labels):
+        if np.any((np.abs(P[:, 0] - x0) <= eps) | (np.abs(P[:, 0] - x1) <= eps)
+                  | (np.abs(P[:, 1] - y0) <= eps) | (np.abs(P[:, 1] - y1) <= eps)):
+            on_edge[lab] = True
+    return ExactRegion(pieces, labels, n, int(np.sum(~on_edge)), links)
+
+
+def exact_counts(params, box, alpha: float, tol: float = 1e-9) -> list[tuple[int, int]]:
+    """``(n_components, n_edge_free)`` of every class's decision region inside ``box``, exactly
+    (:func:`exact_region`); the exact counterpart of :func:`component_counts`."""
+    params = as_float64_params(params)
+    return [(r.n_components, r.edge_free) for r in
+            (exact_region(params, box, alpha, j, tol) for j in range(params[-1][0].shape[0]))]
+
+
 def agreement(example: Example, X) -> float:
     """Fraction of the points ``X`` (shape ``(n, 2)``) where the network's region ``C_target``
     (:func:`region_masks`) and the closed form agree."""
@@ -212,10 +326,6 @@ def agreement(example: Example, X) -> float:
     X = _points(X)
     net = region_masks(example.params, X, example.alpha)[:, example.target]
     return float(np.mean(net == example.closed_form(X)))
-
-
-def _leaky_inv(t: float, alpha: float) -> float:
-    return t if t >= 0 else t / alpha
 
 
 def bend_points(params, alpha: float) -> np.ndarray:
@@ -234,7 +344,7 @@ def bend_points(params, alpha: float) -> np.ndarray:
     if nr_rank(W1)[0] < 2 or a[0] == 0.0 or a[1] == 0.0:
         raise V.ArgumentValueError("params: W_1 must be invertible and both hidden units must reach the "
                                    f"boundary (a = W_2[0] - W_2[1] = {a} without zeros)")
-    U = np.array([[0.0, _leaky_inv(-c / a[1], alpha)], [_leaky_inv(-c / a[0], alpha), 0.0]])
+    U = np.array([[0.0, float(leaky_inverse(-c / a[1], alpha))], [float(leaky_inverse(-c / a[0], alpha)), 0.0]])
     return np.linalg.solve(W1, (U - b1).T).T
 
 

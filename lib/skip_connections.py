@@ -343,6 +343,83 @@ def exact_readout(model, X, y) -> np.ndarray:
     return np.array(res)
 
 
+def _readout_parts(model, X, k: int):
+    """Float64 numpy ``(Psi, base)`` of model ``k`` on ``X``: its skip neurons' outputs (all ``max(n_skip)``
+    columns, in the order of its skip index) and the base net's own output (the logits without ``Psi V``)."""
+    with torch.no_grad():
+        psi = model.psi(X)[k].double()
+        base = model(X)[k].double() - psi @ model.V[k].double()
+    return psi.cpu().numpy(), base.cpu().numpy()
+
+
+def readout_sweep(model, X, y, X_test, y_test, sizes, k: int = 0) -> dict:
+    """The "rand" algorithm (Thm 4.3.4 (1)) as the number of skip neurons varies: for each ``M`` in ``sizes``,
+    the minimum-norm least-squares read-out ``V`` on the first ``M`` skip neurons of model ``k`` (its
+    ``U`` fixed), ``Psi[:, :M] V = onehot(y) - base`` (float64, LAPACK gelsd), and its accuracies. For
+    ``M < N`` it is a least-squares fit, for ``M >= N`` (and ``rank Psi = N``) an interpolant; at ``M = N``
+    the system is square and its smallest singular value, hence the read-out's norm, is at its worst
+    (the interpolation peak, chapter 10). ``V`` of the model is not changed. Returns a dict of arrays over
+    ``sizes``: ``M``, ``train_acc``, ``test_acc``, ``sigma_min`` (the ``min(N, M)``-th singular value of
+    ``Psi[:, :M]``) and ``v_norm`` (Frobenius norm of ``V``)."""
+    _check_model(model)
+    k = V.integer(k, "k (the model index)", min=0, max=model.V.shape[0] - 1)
+    X, X_test = V.tensor(X, "X", floating=True), V.tensor(X_test, "X_test", floating=True)
+    m = model.V.shape[2]
+    y = V.labels(V.tensor(y, "y", floating=False, ndim=1), "y", m, n=X.shape[0]).cpu().numpy()
+    y_test = V.labels(V.tensor(y_test, "y_test", floating=False, ndim=1), "y_test", m, n=X_test.shape[0]).cpu().numpy()
+    sizes = [V.positive_int(M, "sizes[i]", max=model.n_skip[k]) for M in V.sequence(sizes, "sizes", min_len=1)]
+    psi, base = _readout_parts(model, X, k)
+    psi_t, base_t = _readout_parts(model, X_test, k)
+    R = np.eye(m)[y] - base
+    out = {key: [] for key in ("M", "train_acc", "test_acc", "sigma_min", "v_norm")}
+    for M in sizes:
+        Vm, _, _, sv = np.linalg.lstsq(psi[:, :M], R, rcond=None)
+        out["M"].append(M)
+        out["train_acc"].append(float(np.mean((base + psi[:, :M] @ Vm).argmax(1) == y)))
+        out["test_acc"].append(float(np.mean((base_t + psi_t[:, :M] @ Vm).argmax(1) == y_test)))
+        out["sigma_min"].append(float(sv[min(psi.shape[0], M) - 1]))
+        out["v_norm"].append(float(np.linalg.norm(Vm)))
+    return {key: np.array(v) for key, v in out.items()}
+
+
+def _ce_np(G, y) -> float:
+    G = G - G.max(axis=1, keepdims=True)
+    return float(np.mean(np.log(np.exp(G).sum(axis=1)) - G[np.arange(len(y)), y]))
+
+
+def readout_descent(model, X, y, k: int = 0, target: float = 1e-3, n_points: int = 21, seed: int = 0) -> dict:
+    """Thm 4.3.4 (2) and (4) at the current weights of model ``k``, which needs ``rank Psi = N``: the loss
+    (mean cross-entropy, float64) along the segment ``V(lambda) = (1 - lambda) V + lambda V*`` to a read-out
+    with ``Psi V* + base = s onehot(y)``, ``s`` the scale whose loss is ``target`` (the loss is convex in ``V``,
+    so it never rises above the start's: no bad valley), and the second derivative of the loss along a random
+    direction of ``V`` at ``lambda = 0`` (positive: the point is no local maximum). Returns a dict with
+    ``lambdas``, ``losses``, ``rank`` (of Psi, NR rule), ``s`` and ``curvature``."""
+    _check_model(model)
+    k = V.integer(k, "k (the model index)", min=0, max=model.V.shape[0] - 1)
+    X = V.tensor(X, "X", floating=True)
+    m = model.V.shape[2]
+    y = V.labels(V.tensor(y, "y", floating=False, ndim=1), "y", m, n=X.shape[0]).cpu().numpy()
+    target = V.positive(target, "target")
+    n_points = V.integer(n_points, "n_points", min=2)
+    psi, base = _readout_parts(model, X, k)
+    psi = psi[:, :model.n_skip[k]]
+    rank = nr_rank(psi)[0] if psi.shape[1] else 0
+    if rank < psi.shape[0]:
+        raise V.ArgumentValueError(f"model: rank Psi = {rank} < N = {psi.shape[0]} (Thm 4.3.4 needs full rank; "
+                                   "use at least N skip neurons)")
+    V0 = model.V[k, :psi.shape[1]].detach().double().cpu().numpy()
+    s = math.log((m - 1) / math.expm1(target))
+    V_star = np.linalg.lstsq(psi, s * np.eye(m)[y] - base, rcond=None)[0]
+    lambdas = np.linspace(0.0, 1.0, n_points)
+    losses = np.array([_ce_np(base + psi @ ((1 - t) * V0 + t * V_star), y) for t in lambdas])
+    D = np.random.default_rng(V.seed(seed)).standard_normal(V0.shape)
+    G, U = base + psi @ V0, psi @ D
+    P = np.exp(G - G.max(axis=1, keepdims=True))
+    P /= P.sum(axis=1, keepdims=True)
+    curvature = float(np.mean(np.einsum("ij,ij->i", U * U, P) - np.einsum("ij,ij->i", U, P) ** 2))
+    return {"lambdas": lambdas, "losses": losses, "rank": rank, "s": s, "curvature": curvature}
+
+
 def filter_normalised_direction(params, gen: torch.Generator) -> list:
     """A Gaussian direction in parameter space scaled row by row to the norms of ``params``' rows (Li et
     al. 2018, "filter normalisation"; the thesis' Fig. 4.4 does not say which it used). Each tensor's last

@@ -677,3 +677,116 @@ def test_train_nets_default_epochs_and_empty_hidden_message():
     assert all(np.array_equal(W, V_) for (W, _), (V_, _) in zip(a[0], b[0])) and ea.tolist() == eb.tolist()
     with pytest.raises(ValueError, match=r"^hidden must be a sequence of at least 1 item\(s\), got list \[\]$"):
         DR.train_nets(X1, Y1, [], [0])
+
+
+# ---------------------------------------------------------------------------------------------
+# exact decision regions (issue 34: connectivity from the linear regions, not a grid)
+
+def _v_net(alpha=0.1):
+    """Blue output s(x_1) + s(-x_1) = (1 - alpha) |x_1|, red 0: blue is {x_1 != 0}, two half-planes that touch
+    along x_1 = 0 where the outputs tie."""
+    return [(np.array([[1.0, 0.0], [-1.0, 0.0]]), np.zeros(2)), (np.array([[1.0, 1.0], [0.0, 0.0]]), np.zeros(2))]
+
+
+def _diamond_net(alpha=0.1):
+    """Blue 1 - (|x_1| + |x_2|) (built from four leaky units), red 0: blue is the open diamond |x_1| + |x_2| < 1."""
+    W1 = np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]])
+    return [(W1, np.zeros(4)), (np.array([[-1.0, -1.0, -1.0, -1.0], [0.0, 0.0, 0.0, 0.0]]) / (1 - alpha), np.array([1.0, 0.0]))]
+
+
+@pytest.mark.parametrize("make, expected", [(DR.example_53, (2, 0)), (lambda: DR.example_54(0.1), (2, 0)),
+                                            (DR.example_55, (2, 0)), (lambda: DR.width3_disconnected(0.1), (2, 0))])
+def test_exact_region_of_the_examples(make, expected):
+    ex = make()
+    r = DR.exact_region(ex.params, (-8, 8, -8, 8), ex.alpha, ex.target)
+    assert (r.n_components, r.edge_free) == expected and len(r.labels) == len(r.pieces)
+
+
+def test_exact_region_needs_the_margin_at_the_shared_edge():
+    # the two blue half-planes share the edge x_1 = 0, on which the outputs tie: two components, not one
+    r = DR.exact_region(_v_net(), (-2, 3, -1, 1), 0.1, 0)
+    assert r.n_components == 2 and r.edge_free == 0 and len(r.pieces) == 2 and r.links == []
+    red = DR.exact_region(_v_net(), (-2, 3, -1, 1), 0.1, 1)
+    assert red.n_components == 0 and red.pieces == []
+
+
+def test_exact_region_bounded_component_is_edge_free():
+    r = DR.exact_region(_diamond_net(), (-2, 2, -2, 2), 0.1, 0)
+    assert (r.n_components, r.edge_free) == (1, 1) and len(r.pieces) == 4 and len(r.links) >= 3
+    assert sum(abs(DR.polygon_area(P)) for P in r.pieces) == pytest.approx(2.0)  # the diamond's area
+    inner = DR.exact_region(_diamond_net(), (-0.3, 0.3, -0.3, 0.3), 0.1, 0)
+    assert (inner.n_components, inner.edge_free) == (1, 0)
+    assert DR.exact_counts(_diamond_net(), (-2, 2, -2, 2), 0.1) == [(1, 1), (1, 0)]  # blue bounded, red around it
+
+
+def test_exact_region_pieces_are_the_region_at_random_points():
+    rng = np.random.default_rng(3)
+    for trial in range(5):
+        net = [(rng.standard_normal((3, 2)), rng.standard_normal(3)), (rng.standard_normal((2, 3)), rng.standard_normal(2)),
+               (rng.standard_normal((3, 2)), rng.standard_normal(3))]
+        X = rng.uniform(-3, 3, (400, 2))
+        masks = DR.region_masks(net, X, 0.2)
+        for cls in range(3):
+            r = DR.exact_region(net, (-3, 3, -3, 3), 0.2, cls)
+            inside = np.zeros(len(X), bool)
+            for P in r.pieces:  # convex, counter-clockwise: inside iff left of every edge
+                E = np.roll(P, -1, axis=0) - P
+                cross = E[:, 0][None, :] * (X[:, 1][:, None] - P[:, 1][None, :]) - E[:, 1][None, :] * (X[:, 0][:, None] - P[:, 0][None, :])
+                inside |= np.all(cross >= -1e-12, axis=1)
+            assert np.array_equal(inside, masks[:, cls]), (trial, cls)
+
+
+def test_exact_and_grid_components_agree_on_a_coarse_net():
+    net = [(np.array([[1.0, 0.3], [-0.2, 1.0]]), np.array([0.5, -0.3])), (np.array([[1.0, -1.0], [-0.5, 0.8]]), np.array([0.2, 0.0]))]
+    exact = DR.exact_counts(net, (-4, 4, -4, 4), 0.1)
+    grid = DR.component_counts(net, (-4, 4, -4, 4), 401, 0.1)
+    assert exact == grid
+
+
+def test_exact_region_errors():
+    with pytest.raises(ValueError, match="cls"):
+        DR.exact_region(_v_net(), (-1, 1, -1, 1), 0.1, 2)
+    with pytest.raises(ValueError, match="box"):
+        DR.exact_region(_v_net(), (1, -1, -1, 1), 0.1, 0)
+    with pytest.raises(ValueError, match="at least 2 outputs"):
+        DR.exact_region([(np.eye(2), np.zeros(2)), (np.ones((1, 2)), np.zeros(1))], (-1, 1, -1, 1), 0.1, 0)
+    with pytest.raises(ValueError, match="tol"):
+        DR.exact_region(_v_net(), (-1, 1, -1, 1), 0.1, 0, tol=-1.0)
+
+
+def test_exact_region_defaults_links_and_labels():
+    r = DR.exact_region(_diamond_net(), (-2, 2, -2, 2), 0.1, 0)
+    same = DR.exact_region(_diamond_net(), (-2, 2, -2, 2), 0.1, 0, tol=1e-9)
+    assert r.n_components == same.n_components and len(r.links) == len(same.links)
+    assert set(r.labels.tolist()) == {0} and all(0 <= i < j < len(r.pieces) for i, j, _ in r.links)
+    for i, j, mid in r.links:  # each link's midpoint lies on the boundary of both pieces, inside the diamond
+        assert abs(mid).sum() < 1.0
+    # a tie margin: with tol above the margin every piece is dropped
+    assert DR.exact_region(_diamond_net(), (-2, 2, -2, 2), 0.1, 0, tol=2.0).n_components == 0
+    # a box inside one piece: one component touching the edge
+    assert DR.exact_counts(_diamond_net(), (0.1, 0.2, 0.1, 0.2), 0.1) == [(1, 0), (0, 0)]
+
+
+def test_margin_and_shared_midpoints_by_hand():
+    A, c = np.array([[1.0, 0.0], [0.0, 1.0], [-1.0, 0.0]]), np.array([0.0, 0.5, 0.0])
+    X = np.array([[2.0, 1.0], [0.0, 0.0]])
+    assert np.allclose(DR._margin(A, c, 0, X), [2.0 - 1.5, 0.0 - 0.5])
+    assert np.allclose(DR._margin(A, c, 1, X[0]), [1.5 - 2.0])
+    P = np.array([[0.0, 0.0], [2.0, 0.0], [2.0, 2.0], [0.0, 2.0]])
+    Q = np.array([[2.0, 1.0], [3.0, 1.0], [3.0, 3.0], [2.0, 3.0]])  # shares x = 2, 1 <= y <= 2 with P
+    mids = DR._shared_midpoints(P, Q, 1e-9)
+    assert len(mids) == 1 and np.allclose(mids[0], [2.0, 1.5])
+    assert DR._shared_midpoints(P, Q + [0.0, 1.0], 1e-9) == []  # touch at the corner (2, 2) only
+    assert DR._shared_midpoints(P, Q + [1e-3, 0.0], 1e-9) == []  # parallel, apart
+    assert len(DR._shared_midpoints(P, Q + [1e-10, 0.0], 1e-9)) == 1  # within eps of the line
+    R = np.array([[0.0, 0.0], [0.0, 0.0], [2.0, 0.0], [2.0, 2.0]])  # a degenerate (zero-length) edge is skipped
+    assert len(DR._shared_midpoints(R, np.array([[0.0, 0.0], [2.0, 0.0], [1.0, -1.0]]), 1e-9)) == 1
+
+
+def test_exact_region_edge_rule_uses_the_box_size():
+    big = DR.exact_region(_diamond_net(), (-1.0 - 1e-6, 1.0 + 1e-6, -2, 2), 0.1, 0)
+    assert (big.n_components, big.edge_free) == (1, 1)  # the diamond's tips stay 1e-6 inside: edge-free
+    touch = DR.exact_region(_diamond_net(), (-1.0, 1.0, -2, 2), 0.1, 0)
+    assert (touch.n_components, touch.edge_free) == (1, 0)  # its tips on the edge
+    for box in ((-1.0, 2.0, -2, 2), (-2.0, 1.0, -2, 2), (-2, 2, -1.0, 2.0), (-2, 2, -2.0, 1.0)):
+        assert DR.exact_region(_diamond_net(), box, 0.1, 0).edge_free == 0, box

@@ -556,14 +556,14 @@ def test_grad_sandwich_bounds_independently():
     (lambda: LS.init_net([3], seed=0), "widths"),
     (lambda: LS.init_net([3, 0], seed=0), "widths"),
     (lambda: LS.train_ce_gd([(np.ones((2, 2)), np.ones(2))], np.ones((3, 2)), [0, 1, 0], steps=0), "steps"),
-    (lambda: LS.train_ce_gd([(np.ones((2, 2)), np.ones(2))], np.ones((3, 2)), [0, 1, 0], alpha=0.0), "alpha"),
+    (lambda: LS.train_ce_gd([(np.ones((2, 2)), np.ones(2))], np.ones((3, 2)), [0, 1, 0], alpha=1.5), "alpha"),
     (lambda: LS.gradient_norm([(np.ones((2, 2)), np.ones(2))], np.ones((3, 2)), [0, 1, 2]), "y"),
     (lambda: LS.gradient_norm([(np.ones((2, 2)), np.ones(2))], np.ones((3, 2)), [0, 1, 1], alpha=2.0), "alpha"),
     (lambda: LS.layer_outputs([(np.ones((2, 2)), np.ones(2))], np.ones((3, 2)), alpha=-1.0), "alpha"),
     (lambda: LS.straight_line_losses([(np.ones((2, 2)), np.ones(2))], [(np.ones((2, 2)), np.ones(2))], np.ones((3, 2)), [0, 1, 0], n_points=1), "n_points"),
     (lambda: LS.rank_repair_path(np.ones((2, 2)), np.ones((3, 2)), np.ones(2), np.ones((1, 3))), "b"),
     (lambda: LS.rank_repair_path(np.eye(2), np.ones((3, 2)), np.ones(3), np.ones((1, 3)), points_per_stage=1), "points_per_stage"),
-    (lambda: LS.rank_repair_path(np.eye(2), np.ones((3, 2)), np.ones(3), np.ones((1, 3)), alpha=0.0), "alpha"),
+    (lambda: LS.rank_repair_path(np.eye(2), np.ones((3, 2)), np.ones(3), np.ones((1, 3)), alpha=1.5), "alpha"),
     (lambda: LS.descent_path(LS.init_net([4, 20, 3], 0), np.ones((2, 4)), [0, 1], n_points=1), "n_points"),
     (lambda: LS.descent_path(LS.init_net([4, 20, 1], 0), np.eye(4)[:2], [0, 0]), "at least 2 classes"),
 ])
@@ -698,10 +698,10 @@ _net = LS.init_net([5, 4, 3, 2], 0)
      'steps must be an int >= 1, got 0'),
     (lambda: LS.train_square(LS.tiny_cnn(1), np.ones((2, 64)), np.ones((2, 10)), 1, lr=0),
      'lr must be a finite number > 0, got 0.0'),
-    (lambda: LS.layer_outputs(_net, _X3, 0.0),
-     'alpha (leaky-ReLU slope) must be a finite number > 0 and < 1, got 0.0'),
+    (lambda: LS.layer_outputs(_net, _X3, -0.5),
+     'alpha (leaky-ReLU slope) must be a finite number >= 0 and < 1, got -0.5'),
     (lambda: LS.layer_outputs(_net, _X3, 1.0),
-     'alpha (leaky-ReLU slope) must be a finite number > 0 and < 1, got 1.0'),
+     'alpha (leaky-ReLU slope) must be a finite number >= 0 and < 1, got 1.0'),
     (lambda: LS.layer_outputs(_net, np.ones((3, 4))),
      'X must be an array of shape (n, 5), got array of shape (3, 4) and dtype float64'),
     (lambda: LS.layer_outputs("net", _X3),
@@ -714,8 +714,8 @@ _net = LS.init_net([5, 4, 3, 2], 0)
      'y must be one label per row (3 rows), got list [0, 1]'),
     (lambda: LS.cross_entropy_loss(_net, np.ones((3, 4)), _y3),
      'X must be an array of shape (n, 5), got array of shape (3, 4) and dtype float64'),
-    (lambda: LS.cross_entropy_loss(_net, _X3, _y3, 0.0),
-     'alpha (leaky-ReLU slope) must be a finite number > 0 and < 1, got 0.0'),
+    (lambda: LS.cross_entropy_loss(_net, _X3, _y3, -0.5),
+     'alpha (leaky-ReLU slope) must be a finite number >= 0 and < 1, got -0.5'),
     (lambda: LS.init_net([3]),
      'widths must be a sequence of at least 2 item(s), got list [3]'),
     (lambda: LS.init_net([3, 0]),
@@ -726,14 +726,14 @@ _net = LS.init_net([5, 4, 3, 2], 0)
      'lr must be a finite number > 0, got 0.0'),
     (lambda: LS.train_ce_gd(_net, _X3, _y3, steps=0),
      'steps must be an int >= 1, got 0'),
-    (lambda: LS.train_ce_gd(_net, _X3, _y3, alpha=0.0),
-     'alpha (leaky-ReLU slope) must be a finite number > 0 and < 1, got 0.0'),
+    (lambda: LS.train_ce_gd(_net, _X3, _y3, alpha=-0.5),
+     'alpha (leaky-ReLU slope) must be a finite number >= 0 and < 1, got -0.5'),
     (lambda: LS.train_ce_gd(_net, _X3, [0, 1, 2]),
      'y must be class indices >= 0 and < 2 (the number of classes); it holds 0..2, as, got list [0, 1, 2]'),
     (lambda: LS.train_ce_gd(_net, np.ones((3, 4)), _y3),
      'X must be an array of shape (n, 5), got array of shape (3, 4) and dtype float64'),
     (lambda: LS.gradient_norm(_net, _X3, _y3, alpha=1.0),
-     'alpha (leaky-ReLU slope) must be a finite number > 0 and < 1, got 1.0'),
+     'alpha (leaky-ReLU slope) must be a finite number >= 0 and < 1, got 1.0'),
     (lambda: LS.gradient_norm(_net, _X3, [0, 1, 2]),
      'y must be class indices >= 0 and < 2 (the number of classes); it holds 0..2, as, got list [0, 1, 2]'),
     (lambda: LS.gradient_norm(_net, np.ones((3, 4)), _y3),
@@ -785,7 +785,7 @@ _net = LS.init_net([5, 4, 3, 2], 0)
     (lambda: LS.rank_repair_path(_X3, np.ones((4, 5)), np.ones(4), np.ones((1, 4)), seed=-1),
      'seed must be an int >= 0, got -1'),
     (lambda: LS.rank_repair_path(_X3, np.ones((4, 5)), np.ones(4), np.ones((1, 4)), alpha=1.0),
-     'alpha (leaky-ReLU slope) must be a finite number > 0 and < 1, got 1.0'),
+     'alpha (leaky-ReLU slope) must be a finite number >= 0 and < 1, got 1.0'),
     (lambda: LS.rank_repair_path(_X3, np.ones((4, 5)), np.ones(4), np.ones((1, 4)), points_per_stage=1),
      'points_per_stage must be an int >= 2, got 1'),
     (lambda: LS.rank_repair_path(np.ones(3), np.ones((4, 5)), np.ones(4), np.ones((1, 4))),
@@ -798,8 +798,8 @@ _net = LS.init_net([5, 4, 3, 2], 0)
      'target must be a finite number > 0, got 0.0'),
     (lambda: LS.descent_path(LS.init_net([5, 8, 2], 0), _X3, _y3, n_points=1),
      'n_points must be an int >= 2, got 1'),
-    (lambda: LS.descent_path(LS.init_net([5, 8, 2], 0), _X3, _y3, alpha=0.0),
-     'alpha (leaky-ReLU slope) must be a finite number > 0 and < 1, got 0.0'),
+    (lambda: LS.descent_path(LS.init_net([5, 8, 2], 0), _X3, _y3, alpha=-0.5),
+     'alpha (leaky-ReLU slope) must be a finite number >= 0 and < 1, got -0.5'),
     (lambda: LS.descent_path(LS.init_net([5, 8, 2], 0), np.ones((3, 4)), _y3),
      'X must be an array of shape (n, 5), got array of shape (3, 4) and dtype float64'),
     (lambda: LS.descent_path(LS.init_net([5, 8, 2], 0), _X3, [0, 1, 2]),
@@ -878,3 +878,311 @@ def test_rank_repair_and_descent_defaults():
     nets2, s2 = LS.descent_path(net, Xd, yd, 0.2, 1e-3, 51)
     assert len(nets) == 51 and s == s2 and all(_same_nets(u, v) for u, v in zip(nets, nets2))
     assert s >= LS.yhat_scale(3, 1e-3)
+
+
+# ---------------------------------------------------------------------------------------------
+# issue 34: the NR threshold's one home, the sigmoid MLP helpers, global minima, Table 2.1 arithmetic,
+# ReLU dead units, the copy step and the paths of Thms 3.4.13, 3.4.16, 3.4.17(2)
+
+def test_nr_threshold_by_the_formula_and_in_nr_rank():
+    s = np.array([4.0, 1.0, 1e-20])
+    assert LS.nr_threshold(s, (3, 5)) == pytest.approx(0.5 * 3.0 * 4.0 * np.finfo(float).eps, rel=1e-15)
+    assert LS.nr_threshold(s[::-1], (3, 5)) == LS.nr_threshold(s, (3, 5))  # the largest value, in any order
+    assert LS.nr_threshold(np.zeros(0), (1, 1)) == 0.0
+    A = np.diag([1.0, 1e-15, 1e-17])
+    assert LS.nr_rank(A)[0] == 2  # threshold 0.5 * sqrt(7) * eps = 2.9e-16
+    for bad, match in (((s, (3,)), "shape"), ((s, (0, 3)), "shape"), ((-s, (3, 5)), "svals"), ((np.ones((2, 2)), (2, 2)), "svals")):
+        with pytest.raises(ValueError, match=match):
+            LS.nr_threshold(*bad)
+
+
+def test_leaky_inverse_inverts_the_leaky_relu():
+    Z = np.linspace(-3, 3, 13)
+    assert np.allclose(LS.leaky_inverse(np.where(Z >= 0, Z, 0.3 * Z), 0.3), Z)
+    assert LS.leaky_inverse(np.array([-0.6]), 0.2)[0] == pytest.approx(-3.0)
+    with pytest.raises(ValueError, match="alpha"):
+        LS.leaky_inverse(Z, 0.0)
+
+
+def test_sigmoid_mlp_params_outputs_and_gradients():
+    X = np.random.default_rng(0).standard_normal((7, 4))
+    Y = np.random.default_rng(1).standard_normal((7, 3))
+    model = LS.sigmoid_mlp([4, 6, 5, 3], seed=2)
+    assert sum(isinstance(m, torch.nn.Sigmoid) for m in model) == 2 and model[0].weight.dtype == torch.float64
+    P = LS.mlp_params(model)
+    assert [W.shape for W, _ in P] == [(6, 4), (5, 6), (3, 5)]
+    assert np.array_equal(P[0][0], LS.mlp_params(LS.sigmoid_mlp([4, 6, 5, 3], seed=2))[0][0])
+    with torch.no_grad():
+        ref = model(torch.tensor(X)).numpy()
+    out = LS.sigmoid_outputs(P, X)
+    assert len(out) == 3 and np.allclose(out[-1], ref, atol=1e-14)
+    assert np.allclose(out[0], 1 / (1 + np.exp(-(X @ P[0][0].T + P[0][1]))), atol=1e-15)
+    for k in range(3):  # autograd against central finite differences, and backprop (Lemma 2.6.2) entrywise
+        g = LS.autograd_gradient(P, X, Y, k)
+        assert np.allclose(LS.backprop_gradient(P, X, Y, k), g, atol=1e-12)
+        i, j, h = 1, 2, 1e-6
+        def loss(delta):
+            Q = [(W.copy(), b.copy()) for W, b in P]
+            Q[k][0][i, j] += delta
+            return 0.5 * np.sum((LS.sigmoid_outputs(Q, X)[-1] - Y) ** 2)
+        assert g[i, j] == pytest.approx((loss(h) - loss(-h)) / (2 * h), rel=1e-6, abs=1e-9)
+    with pytest.raises(ValueError, match="model"):
+        LS.mlp_params(torch.nn.Sequential(torch.nn.Sigmoid()))
+    with pytest.raises(ValueError, match="widths"):
+        LS.sigmoid_mlp([4])
+
+
+@pytest.mark.parametrize("widths", [[6, 24, 3], [6, 24, 4, 3]])
+def test_global_minimum_fits_the_labels_and_differs_between_seeds(widths):
+    X = np.random.default_rng(3).standard_normal((12, 6))
+    y = np.arange(12) % 3
+    nets = [LS.global_minimum(widths, X, y, seed=s) for s in (0, 1)]
+    for P in nets:
+        assert [W.shape for W, _ in P] == [(b, a) for a, b in zip(widths, widths[1:])]
+        out = LS.sigmoid_outputs(P, X)[-1]
+        assert np.abs(out - np.eye(3)[y]).max() < 1e-8
+        assert all(np.abs(LS.autograd_gradient(P, X, np.eye(3)[y], k)).max() < 1e-6 for k in range(len(P)))
+    assert np.abs(nets[0][1][0] - nets[1][1][0]).max() > 0.1
+    if len(widths) == 4:  # Case 2: every sample of class j has F_2 = E_j (rows identical within a class)
+        F2 = LS.sigmoid_outputs(nets[0], X)[1]
+        assert np.allclose(F2[0], F2[3]) and not np.allclose(F2[0], F2[1])
+
+
+def test_global_minimum_errors():
+    X, y = np.random.default_rng(3).standard_normal((12, 6)), np.arange(12) % 3
+    with pytest.raises(ValueError, match="rank F_1 < N"):
+        LS.global_minimum([6, 5, 3], X, y)
+    with pytest.raises(ValueError, match="n_2 >= m"):
+        LS.global_minimum([6, 24, 2, 3], X, y)
+    with pytest.raises(ValueError, match="Cases 1 and 2"):
+        LS.global_minimum([6, 24, 4, 4, 3], X, y)
+
+
+def test_relu_layer_draws_ranks_and_live_units():
+    X = np.abs(np.random.default_rng(4).standard_normal((10, 3)))
+    ranks, live = LS.relu_layer_draws(X, 15, 6, seed=2)
+    for i in range(6):
+        F = LS.random_features(X, 15, "relu", seed=20_000 + i)
+        assert ranks[i] == LS.nr_rank(F)[0] and live[i] == np.sum(np.any(F != 0, axis=0))
+    assert np.all(ranks <= np.minimum(live, 10))
+    with pytest.raises(ValueError, match="n_draws"):
+        LS.relu_layer_draws(X, 15, 0)
+
+
+def test_conv_widths_of_table_21_and_figure_21():
+    assert LS.conv_widths((224, 224, 3), [("conv", 3, 1, 1, 64)]) == [(224, 224, 64)]
+    assert LS.conv_widths((299, 299, 3), [("conv", 3, 2, 0, 32), ("conv", 3, 1, 0, 32), ("conv", 3, 1, 1, 64)])[-1] == (147, 147, 64)
+    assert LS.conv_widths((224, 224, 3), [("conv", 7, 2, 3, 64)]) == [(112, 112, 64)]
+    assert LS.conv_widths((28, 28, 1), [("conv", 3, 1, 0, 100), ("pool", 2, 2), ("conv", 2, 1, 0, 20), ("pool", 2, 2)]) == \
+        [(26, 26, 100), (13, 13, 100), (12, 12, 20), (6, 6, 20)]
+    assert LS.conv_widths((5, 7, 2), [("pool", 3, 1)]) == [(3, 5, 2)]
+    for bad, match in (((28, 28), "in_shape"), ([("conv", 3, 1, 0)], "layers"), ([("fc", 10)], "layers"),
+                       ([("conv", 40, 1, 0, 3)], "does not fit")):
+        args = (bad, [("pool", 2, 2)]) if match == "in_shape" else ((28, 28, 1), bad)
+        with pytest.raises(ValueError, match=match):
+            LS.conv_widths(*args)
+
+
+def test_conv_matrix_1d_is_the_worked_example_and_torch_conv1d():
+    W = np.array([[1.0, 4.0], [2.0, 5.0], [3.0, 6.0]])
+    assert np.array_equal(LS.conv_matrix_1d(W, 5).T, np.array(
+        [[1, 2, 3, 0, 0], [4, 5, 6, 0, 0], [0, 1, 2, 3, 0], [0, 4, 5, 6, 0], [0, 0, 1, 2, 3], [0, 0, 4, 5, 6]]))
+    rng = np.random.default_rng(5)
+    F, x = rng.standard_normal((3, 4)), rng.standard_normal((2, 11))
+    U = LS.conv_matrix_1d(F, 11, stride=2)
+    ref = torch.nn.functional.conv1d(torch.tensor(x)[:, None, :], torch.tensor(F.T)[:, None, :], stride=2).numpy()
+    assert U.shape == (11, 5 * 4) and np.allclose(x @ U, ref.transpose(0, 2, 1).reshape(2, -1))
+    with pytest.raises(ValueError, match="do not fit"):
+        LS.conv_matrix_1d(np.ones((6, 2)), 5)
+
+
+def _leaky_net_pair(widths, N, d, seeds=(0, 1), steps=60, alpha=0.2, lr=0.1):
+    X = LS.gaussian_points(N, d, seed=7)
+    y = np.arange(N) % widths[-1]
+    nets = [LS.train_ce_gd(LS.init_net([d, *widths], s), X, y, alpha, lr, steps)[0] for s in seeds]
+    return X, y, nets
+
+
+def test_path_steps_by_hand_and_errors():
+    a, b = [(np.zeros((1, 1)), np.zeros(1))], [(np.ones((1, 1)), np.ones(1))]
+    assert np.allclose(LS.path_steps([a, b, a]), [math.sqrt(2), math.sqrt(2)])
+    with pytest.raises(ValueError, match="same layer shapes"):
+        LS.path_steps([a, [(np.ones((1, 2)), np.ones(1))]])
+    with pytest.raises(ValueError, match="path"):
+        LS.path_steps([a])
+
+
+def test_sublevel_path_is_continuous_from_theta():
+    X, y, (a, b) = _leaky_net_pair([8, 5, 3], 6, 10)
+    coarse = LS.path_steps(LS.sublevel_path(a, b, X, y, 0.2, 41))
+    fine = LS.path_steps(LS.sublevel_path(a, b, X, y, 0.2, 81))
+    assert fine.max() <= 0.6 * coarse.max()
+    assert coarse[0] <= 2 * np.median(coarse[:40])  # the first step out of theta is an ordinary step of stage A
+
+
+def test_copy_step_path_keeps_the_output_and_ends_at_the_target():
+    rng = np.random.default_rng(8)
+    X = np.hstack([rng.standard_normal((5, 3)), np.ones((5, 1))])
+    W, Wt, V = rng.standard_normal((10, 4)), rng.standard_normal((10, 4)), rng.standard_normal((2, 10))
+    path = LS.copy_step_path(X, W, V, Wt, 0.3, points_per_stage=4)
+    Z0 = np.where(X @ W.T >= 0, X @ W.T, 0.3 * X @ W.T) @ V.T
+    for Wp, Vp in path:
+        U = X @ Wp.T
+        assert np.abs(np.where(U >= 0, U, 0.3 * U) @ Vp.T - Z0).max() < 1e-9
+    assert np.array_equal(path[0][0], W) and np.array_equal(path[-1][0], Wt)
+    assert len(path) == 1 + 6 * 3
+    with pytest.raises(ValueError, match="2N"):
+        LS.copy_step_path(X, W[:9], V[:, :9], Wt[:9])
+    with pytest.raises(ValueError, match="W_target: its features have rank"):
+        LS.copy_step_path(X, W, V, np.ones((10, 4)))
+
+
+def test_rank_repair_path_with_the_relu():
+    rng = np.random.default_rng(9)
+    X = rng.standard_normal((6, 3))
+    W0, b0 = rng.standard_normal((3, 3)), rng.standard_normal(3)
+    W, b = np.vstack([W0] * 3), np.concatenate([b0] * 3)
+    V = rng.standard_normal((2, 9))
+    path = LS.rank_repair_path(X, W, b, V, alpha=0.0, seed=1, points_per_stage=3)
+    Z0 = np.maximum(X @ W.T + b, 0) @ V.T
+    for Wp, bp, Vp in path:
+        assert np.abs(np.maximum(X @ Wp.T + bp, 0) @ Vp.T - Z0).max() < 1e-9
+    assert LS.nr_rank(np.maximum(X @ path[-1][0].T + path[-1][1], 0))[0] == 6
+
+
+def test_valley_descent_path_goes_down_from_a_rank_deficient_start():
+    X = LS.gaussian_points(12, 3, seed=1)  # N > d
+    y = np.arange(12) % 3
+    net = LS.init_net([3, 12, 6, 3], 2)
+    net[0][0][6:], net[0][1][6:] = net[0][0][:6], net[0][1][:6]
+    path, info = LS.valley_descent_path(net, X, y, 0.2, k=1, target=1e-2, seed=0, points_per_stage=6)
+    losses = np.array([LS.cross_entropy_loss(p, X, y, 0.2) for p in path])
+    assert np.diff(losses).max() <= 1e-12 * losses[0] and losses[-1] == pytest.approx(1e-2, rel=1e-6)
+    assert set(info["stage"]) == {"repair", "A", "C"} and len(info["stage"]) == len(path)
+    assert np.abs(losses[np.array(info["stage"]) != "C"] - losses[0]).max() < 1e-9
+    assert all(np.array_equal(W, W0) for (W, _), (W0, _) in zip(path[0], net))
+    for bad, match in ((dict(k=3), "k"), (dict(alpha=0.0), "invertible"), (dict(k=2), "n_k >= N")):
+        with pytest.raises(ValueError, match=match):
+            LS.valley_descent_path(net, X, y, **{"alpha": 0.2, **bad})
+
+
+@pytest.mark.parametrize("make, widths, alpha", [(LS.wide_first_layer_path, [12, 5, 3], 0.2),
+                                                 (LS.wide_relu_path, [12, 12, 3], 0.0)])
+def test_wide_paths_stay_in_the_sublevel_set(make, widths, alpha):
+    X, y, (a, b) = _leaky_net_pair(widths, 6, 2, alpha=alpha)
+    path, info = make(a, b, X, y, alpha, points_per_stage=4)
+    losses = np.array([LS.cross_entropy_loss(p, X, y, alpha) for p in path])
+    ends = max(losses[0], losses[-1])
+    assert losses.max() <= ends + 1e-9 and len(info["stage"]) == len(path)
+    assert all(np.array_equal(W, Wa) for (W, _), (Wa, _) in zip(path[0], a))
+    assert all(np.allclose(W, Wb) for (W, _), (Wb, _) in zip(path[-1], b))
+    stage = np.array(info["stage"])
+    assert "copy" in stage and np.abs(losses[stage == "copy"] - losses[0]).max() < 1e-9
+    fine, _ = make(a, b, X, y, alpha, points_per_stage=7)
+    assert LS.path_steps(fine).max() <= 0.6 * LS.path_steps(path).max()
+    with pytest.raises(ValueError, match="2 N"):
+        make([(W[:5], b_[:5]) if l == 0 else (W[:, :5] if l == 1 else W, b_) for l, (W, b_) in enumerate(a)],
+             [(W[:5], b_[:5]) if l == 0 else (W[:, :5] if l == 1 else W, b_) for l, (W, b_) in enumerate(b)], X, y, alpha)
+
+
+def test_defaults_of_the_new_helpers():
+    X = np.abs(np.random.default_rng(4).standard_normal((10, 3)))
+    assert all(np.array_equal(a, b) for a, b in zip(LS.relu_layer_draws(X, 15, 3), LS.relu_layer_draws(X, 15, 3, seed=0)))
+    assert np.array_equal(LS.mlp_params(LS.sigmoid_mlp([3, 4, 2]))[0][0], LS.mlp_params(LS.sigmoid_mlp([3, 4, 2], 0))[0][0])
+    W = np.random.default_rng(1).standard_normal((2, 3))
+    assert np.array_equal(LS.conv_matrix_1d(W, 7), LS.conv_matrix_1d(W, 7, stride=1))
+    Xg = np.random.default_rng(3).standard_normal((12, 6))
+    y = np.arange(12) % 3
+    P = LS.global_minimum([6, 24, 4, 3], Xg, y)
+    assert all(np.array_equal(a, b) for (a, _), (b, _) in zip(P, LS.global_minimum([6, 24, 4, 3], Xg, y, seed=0)))
+    F2 = LS.sigmoid_outputs(P, Xg)[1]
+    assert F2.min() > 0.1 - 1e-9 and F2.max() < 0.9 + 1e-9  # the class code E is drawn in (0.1, 0.9)
+    assert np.all(P[1][1] == 0) and np.all(P[2][1] == 0)  # zero biases above the first layer
+
+
+def test_copy_step_path_defaults_and_stage_lengths():
+    rng = np.random.default_rng(8)
+    X = np.hstack([rng.standard_normal((5, 3)), np.ones((5, 1))])
+    W, Wt, V = rng.standard_normal((10, 4)), rng.standard_normal((10, 4)), rng.standard_normal((2, 10))
+    path = LS.copy_step_path(X, W, V, Wt)
+    assert len(path) == 1 + 6 * 9
+    same = LS.copy_step_path(X, W, V, Wt, 0.2, 10)
+    assert all(np.array_equal(a[0], b[0]) and np.array_equal(a[1], b[1]) for a, b in zip(path, same))
+    assert np.abs(path[-1][1] - same[-1][1]).max() == 0.0
+
+
+def test_valley_and_wide_paths_defaults():
+    X = LS.gaussian_points(12, 3, seed=1)
+    y = np.arange(12) % 3
+    net = LS.init_net([3, 12, 6, 3], 2)
+    path, info = LS.valley_descent_path(net, X, y)
+    assert len(path) == 1 + 2 * 49 and info["s"] == pytest.approx(LS.yhat_scale(3, 1e-3))
+    assert LS.cross_entropy_loss(path[-1], X, y, 0.2) == pytest.approx(1e-3, rel=1e-6)
+    Xw, yw, (a, b) = _leaky_net_pair([12, 5, 3], 6, 2)
+    p1, i1 = LS.wide_first_layer_path(a, b, Xw, yw)
+    p2, _ = LS.wide_first_layer_path(a, b, Xw, yw, 0.2, 0, 20)
+    assert len(p1) == len(p2) and all(np.array_equal(u[0][0], v[0][0]) for u, v in zip(p1, p2))
+    assert i1["stage"].count("A") == 19
+    Xr, yr, (ra, rb) = _leaky_net_pair([12, 12, 3], 6, 2, alpha=0.0)
+    q1, j1 = LS.wide_relu_path(ra, rb, Xr, yr)
+    q2, _ = LS.wide_relu_path(ra, rb, Xr, yr, 0.0, 0, 10)
+    assert len(q1) == len(q2) and j1["stage"].count("segment") == 9
+    losses = [LS.cross_entropy_loss(p, Xr, yr, 0.0) for p in q1]
+    assert max(losses) <= max(losses[0], losses[-1]) + 1e-9
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: LS.nr_threshold([1.0, 2.0], (2, 2, 2)), "shape must be (m, n), got [2, 2, 2]"),
+    (lambda: LS.nr_threshold([-1.0], (2, 2)), "svals: singular values are non-negative"),
+    (lambda: LS.conv_widths((28, 28, 1), [("conv", 3, 1, 0)]),
+     "layers: expected ('conv', kernel, stride, padding, channels) or ('pool', kernel, stride), got ('conv', 3, 1, 0)"),
+    (lambda: LS.conv_widths((4, 4, 1), [("conv", 5, 1, 0, 2)]), "layers: ('conv', 5, 1, 0, 2) does not fit its 4 x 4 input"),
+    (lambda: LS.conv_widths((4, 4), [("pool", 2, 2)]), "in_shape must be a sequence of at least 3 item(s), got list [4, 4]"),
+    (lambda: LS.conv_widths((4, 4, 1, 1), [("pool", 2, 2)]), "in_shape must be (H, W, C), got (4, 4, 1, 1)"),
+    (lambda: LS.conv_matrix_1d(np.ones((6, 2)), 5), "W: filters of length 6 do not fit an input of 5"),
+    (lambda: LS.global_minimum([6, 24, 4, 4, 3], np.ones((3, 6)), [0, 1, 2]),
+     "widths must be [d, n_1, m] or [d, n_1, n_2, m] (Cases 1 and 2), got [6, 24, 4, 4, 3]"),
+    (lambda: LS.global_minimum([6, 24, 2, 3], np.ones((3, 6)), [0, 1, 2]), "widths: Case 2 needs n_2 >= m = 3, got [6, 24, 2, 3]"),
+    (lambda: LS.mlp_params(torch.nn.Sequential(torch.nn.Sigmoid())), "model: no torch.nn.Linear layer in it"),
+    (lambda: LS.path_steps([[(np.ones((1, 1)), np.ones(1))], [(np.ones((1, 2)), np.ones(1))]]),
+     "path: every network must have the same layer shapes"),
+    (lambda: LS.copy_step_path(np.eye(3), np.ones((5, 3)), np.ones((1, 5)), np.ones((5, 3))),
+     "W: the layer has 5 units, fewer than 2N = 6 (Lemma 3.4.15)"),
+    (lambda: LS.copy_step_path(np.eye(2), np.ones((4, 2)), np.ones((1, 4)), np.eye(4)[:, :2]),
+     "W: its features have rank < N = 2; repair them first (rank_repair_path, Lemma 3.4.14)"),
+    (lambda: LS.valley_descent_path(LS.init_net([3, 12, 6, 3], 0), np.ones((4, 3)), [0, 1, 2, 0]),
+     "X: the samples must be distinct (Assumption 3.4.4)"),
+    (lambda: LS.valley_descent_path(LS.init_net([3, 12, 6, 3], 0), np.eye(3), [0, 1, 2], alpha=0.0),
+     "alpha (leaky-ReLU slope) must be > 0: Thm 3.4.13 needs an invertible activation"),
+    (lambda: LS.valley_descent_path(LS.init_net([3, 2, 6, 3], 0), np.eye(3), [0, 1, 2]),
+     "params: Thm 3.4.13 needs n_k >= N = 3 and n_(k+1) > ... > n_L, got widths [2, 6, 3] with k = 1"),
+    (lambda: LS.wide_first_layer_path(LS.init_net([3, 5, 2], 0), LS.init_net([3, 5, 2], 1), np.eye(3), [0, 1, 0]),
+     "params: Thm 3.4.16 needs at least 2 N = 6 units in hidden layer(s) [1], got widths [5, 2]"),
+    (lambda: LS.wide_first_layer_path(LS.init_net([3, 6, 2], 0), LS.init_net([3, 6, 2], 1), np.eye(3), [0, 1, 0], alpha=0.0),
+     "alpha (leaky-ReLU slope) must be > 0: Thm 3.4.16 needs an invertible activation"),
+    (lambda: LS.wide_relu_path(LS.init_net([3, 6, 5, 2], 0), LS.init_net([3, 6, 5, 2], 1), np.eye(3), [0, 1, 0]),
+     "params: Thm 3.4.17(2) needs at least 2 N = 6 units in hidden layer(s) [1, 2], got widths [6, 5, 2]"),
+    (lambda: LS.wide_relu_path(LS.init_net([3, 6, 2], 0), LS.init_net([3, 7, 2], 1), np.eye(3), [0, 1, 0]),
+     "params_b must have the same layer shapes as params_a: [(6, 3), (2, 6)] vs [(7, 3), (2, 7)]"),
+])
+def test_new_error_messages_word_for_word(call, message):
+    with pytest.raises(ValueError) as info:
+        call()
+    assert str(info.value) == message
+
+
+def test_valley_descent_refuses_a_rank_deficient_layer_above():
+    net = LS.init_net([3, 12, 6, 3], 2)
+    net[2][0][:] = np.outer(np.ones(3), net[2][0][0])  # W_3 of rank 1
+    X, y = LS.gaussian_points(12, 3, seed=1), np.arange(12) % 3
+    with pytest.raises(ValueError, match=r"W_3 is rank deficient \(Property 3.4.5\)"):
+        LS.valley_descent_path(net, X, y)
+
+
+def test_wide_relu_path_says_when_a_repair_stays_short(monkeypatch):
+    X, y, (a, b) = _leaky_net_pair([12, 12, 3], 6, 2, alpha=0.0)
+    monkeypatch.setattr(LS, "_repair_layer", lambda params, X_, l, alpha, seed, n: [params])
+    a[0][0][:] = -np.abs(a[0][0]) * 0  # every first-layer unit dead (weights 0, biases negative)
+    a[0][1][:] = -1.0
+    with pytest.raises(ValueError, match="the repair of hidden layer 1 did not reach rank N"):
+        LS.wide_relu_path(a, b, X, y, 0.0)

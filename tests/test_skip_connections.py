@@ -842,3 +842,77 @@ def test_psi_ranks_refuses_an_integer_X_for_its_dtype_before_its_emptiness():
     model = SK.SkipMLP([5, 4, 3], [0], 3, dtype=torch.float64)
     with pytest.raises(TypeError, match=r"^X must be a floating-point tensor, got tensor of shape \(0, 5\)"):
         SK.psi_ranks(model, torch.zeros(0, 5, dtype=torch.int64))
+
+
+# ------------------------------------------------------------------ issue 34: the interpolation peak, Thm 4.3.4 (2), (4)
+
+def test_readout_sweep_against_direct_solves():
+    X, y = data(n=12, d=5)
+    Xt, yt = data(n=9, d=5, seed=1)
+    model = SK.SkipMLP([5, 20, 20, 3], [0, 1], 36, "sigmoid", dtype=torch.float64)
+    randomise_V(model)
+    V_before = model.V.detach().clone()
+    out = SK.readout_sweep(model, X, y, Xt, yt, [6, 12, 30], k=1)
+    assert torch.equal(model.V, V_before)  # the model's own read-out is not touched
+    with torch.no_grad():
+        psi, psi_t = model.psi(X)[1].numpy(), model.psi(Xt)[1].numpy()
+        base, base_t = model(X)[1].numpy() - psi @ model.V[1].numpy(), model(Xt)[1].numpy() - psi_t @ model.V[1].numpy()
+    Y = np.eye(3)[y.numpy()]
+    for i, M in enumerate([6, 12, 30]):
+        sol = np.linalg.pinv(psi[:, :M]) @ (Y - base)  # the minimum-norm least-squares read-out
+        assert out["v_norm"][i] == pytest.approx(np.linalg.norm(sol), rel=1e-6)
+        assert out["train_acc"][i] == np.mean((base + psi[:, :M] @ sol).argmax(1) == y.numpy())
+        assert out["test_acc"][i] == np.mean((base_t + psi_t[:, :M] @ sol).argmax(1) == yt.numpy())
+        assert out["sigma_min"][i] == pytest.approx(np.linalg.svd(psi[:, :M], compute_uv=False)[min(12, M) - 1], rel=1e-10)
+    assert list(out["M"]) == [6, 12, 30] and out["train_acc"][1] == 1.0 == out["train_acc"][2]
+    with pytest.raises(ValueError, match="sizes"):
+        SK.readout_sweep(model, X, y, Xt, yt, [37], k=1)
+    with pytest.raises(ValueError, match="y_test"):
+        SK.readout_sweep(model, X, y, Xt, yt[:3], [6])
+
+
+def test_readout_descent_is_a_convex_descent_to_the_target():
+    X, y = data(n=10, d=5)
+    model = SK.SkipMLP([5, 16, 16, 3], [0], 24, "softplus", dtype=torch.float64)
+    randomise_V(model)
+    out = SK.readout_descent(model, X, y, target=1e-2, n_points=11, seed=3)
+    G0 = model(X)[0].detach().numpy()
+    logits = G0 - G0.max(1, keepdims=True)
+    start = np.mean(np.log(np.exp(logits).sum(1)) - logits[np.arange(10), y.numpy()])
+    assert out["losses"][0] == pytest.approx(start, rel=1e-12)
+    assert np.diff(out["losses"]).max() <= 1e-12 and out["losses"][-1] == pytest.approx(1e-2, rel=1e-8)
+    assert out["rank"] == 10 and out["s"] == pytest.approx(math.log(2 / math.expm1(1e-2)))
+    # the curvature: second difference of the loss along the same random direction of V
+    D = np.random.default_rng(3).standard_normal((24, 3))
+    with torch.no_grad():
+        psi = model.psi(X)[0].numpy()
+
+    def loss(t):
+        G = G0 + t * psi @ D
+        G = G - G.max(1, keepdims=True)
+        return np.mean(np.log(np.exp(G).sum(1)) - G[np.arange(10), y.numpy()])
+    h = 1e-4
+    assert out["curvature"] == pytest.approx((loss(h) - 2 * loss(0) + loss(-h)) / h ** 2, rel=1e-4)
+    assert out["curvature"] > 0
+    few = SK.SkipMLP([5, 16, 16, 3], [0], 6, "softplus", dtype=torch.float64)
+    with pytest.raises(ValueError, match="rank Psi = 6 < N = 10"):
+        SK.readout_descent(few, X, y)
+    with pytest.raises(ValueError, match="target"):
+        SK.readout_descent(model, X, y, target=0)
+
+
+def test_readout_helpers_defaults():
+    X, y = data(n=10, d=5)
+    model = SK.SkipMLP([5, 16, 16, 3], [0, 1], 24, "softplus", dtype=torch.float64)
+    a = SK.readout_sweep(model, X, y, X, y, [5, 10])
+    b = SK.readout_sweep(model, X, y, X, y, [5, 10], k=0)
+    c = SK.readout_sweep(model, X, y, X, y, [5, 10], k=1)
+    assert np.array_equal(a["v_norm"], b["v_norm"]) and not np.array_equal(a["v_norm"], c["v_norm"])
+    d = SK.readout_descent(model, X, y)
+    e = SK.readout_descent(model, X, y, k=0, target=1e-3, n_points=21, seed=0)
+    assert len(d["lambdas"]) == 21 and np.array_equal(d["losses"], e["losses"]) and d["curvature"] == e["curvature"]
+    assert d["losses"][-1] == pytest.approx(1e-3, rel=1e-8)
+    f = SK.readout_descent(model, X, y, k=1)
+    assert f["losses"][0] != d["losses"][0] or f["curvature"] != d["curvature"]
+    G = np.array([[2.0, 0.0, -1.0], [0.0, 0.0, 0.0]])
+    assert SK._ce_np(G, np.array([0, 2])) == pytest.approx(np.mean([math.log(1 + math.exp(-2) + math.exp(-3)), math.log(3)]))
