@@ -17,10 +17,12 @@ Sections of this module:
   (canonical representation and dependency graph, Defs. A.3-A.5, Lemma 2.3) and
   :func:`dependency_paths` (the paths of Lemma A.17 that Thm 2.1 needs, and the path rule);
 * the theorem's construction :func:`identifiable_network` (Lemma A.17) and black-box recovery
-  :func:`recover` (the proof of Thm A.1 turned into an algorithm);
-* one hidden layer of any width (new here): :func:`flip_sets` (the only extra symmetries are sign
-  flips of units whose output-weighted rows sum to zero), :func:`one_layer_network`,
-  :func:`recover_one_hidden_layer`;
+  :func:`recover` (the proof of Thm A.1 turned into an algorithm; its parts are the classes
+  ``_Probe`` (queries), ``_FoldSearch`` (R1-R2), ``_UnitTest`` (R3, R5), ``_Recoverer`` (the level
+  recursion) and ``_next_level`` (R4));
+* one hidden layer of any width (the chapter's Proposition, a bounded-domain form of known results on
+  one-hidden-layer symmetries): :func:`flip_sets` (the only extra symmetries are sign flips of units
+  whose output-weighted rows sum to zero), :func:`one_layer_network`, :func:`recover_one_hidden_layer`;
 * the counterexamples of the chapter's "Which assumptions matter?" section: :func:`counterexample`.
 
 The float64 forward pass, pre-activations and parameter validation are :mod:`lib.nets`'s
@@ -161,6 +163,9 @@ def align(params_a, params_b):
     max_err)``: ``perms[l][j]`` is the unit of ``a`` that unit ``j`` of ``b`` corresponds to,
     ``scales[l][j]`` the least-squares factor ``M_l`` (negative if the unit is flipped), and
     ``max_err`` the max abs difference between the canonical forms of ``b`` and of ``a`` permuted.
+    An all-zero unit (incoming weights and bias) matches an all-zero unit of the other net with scale 1,
+    since its incoming weights fix no scale: two nets that differ by the rescaling of a zero unit and its
+    outgoing weights (a P/M symmetry) then differ in those outgoing weights, and ``max_err`` shows it.
     """
     a, b = _check_params(params_a, "params_a"), _check_params(params_b, "params_b")
     if widths_of(a) != widths_of(b):
@@ -172,9 +177,11 @@ def align(params_a, params_b):
                              [np.ones(W.shape[0]) for W, _ in ca[:-1]])
         Ra = np.hstack([cur[l][0], cur[l][1][:, None]])
         Rb = np.hstack([cb[l][0], cb[l][1][:, None]])
-        na = np.linalg.norm(Ra, axis=1)[:, None] + 1e-300
-        nb = np.linalg.norm(Rb, axis=1)[None, :] + 1e-300
-        rows, cols = linear_sum_assignment(1.0 - np.abs(Ra @ Rb.T) / (na * nb))
+        na = np.linalg.norm(Ra, axis=1)[:, None]
+        nb = np.linalg.norm(Rb, axis=1)[None, :]
+        # |cos| of the rows; a pair with an all-zero row has |cos| 0 (guarding the product, not each
+        # norm: 1e-300 * 1e-300 underflows to 0, and 0 / 0 made the matching fail on two zero rows)
+        rows, cols = linear_sum_assignment(1.0 - np.abs(Ra @ Rb.T) / np.maximum(na * nb, 1e-300))
         p = np.empty(len(rows), dtype=int)
         p[cols] = rows
         perms.append(p)
@@ -186,6 +193,9 @@ def align(params_a, params_b):
         Ra = np.hstack([Wa, a_perm[l][1][:, None]])
         Rb = np.hstack([b[l][0], b[l][1][:, None]])
         m = (Ra * Rb).sum(1) / np.maximum((Ra * Ra).sum(1), 1e-300)
+        # an all-zero unit of a maps onto an all-zero unit of b by any scale: take 1 (its outgoing weights
+        # are then compared as they are); onto a non-zero unit by none (0, as computed)
+        m = np.where(~Ra.any(1) & ~Rb.any(1), 1.0, m)
         scales.append(m)
         m_prev = np.where(m != 0, m, 1.0)
     cap = canonicalize(a_perm)
@@ -801,17 +811,19 @@ class _Level:
     g: np.ndarray
 
 
-class _Recoverer:
-    """State of one run of :func:`recover`; see its docstring for the algorithm."""
+class _Probe:
+    """Queries of the black box ``f`` for :func:`recover`, the primitives of its algorithm: the scalar
+    projection ``F = f . c`` (a random unit ``c`` for several outputs), central-difference gradients,
+    the breakpoints of ``F`` along a segment (primitive B), the probed region ``U`` of a level and the
+    clipping of lines to it. ``fscale = 1 + max |f|`` on 64 probe points sets every tolerance's scale;
+    ``pool`` holds 20 000 uniform points of the box to start lines and pick test points from."""
 
     ETA, H_FD = 1e-5, 1e-6
 
-    def __init__(self, f, d0, domain, seed, n_lines, subset_search, max_layers, max_attempts):
+    def __init__(self, f, d0, domain, seed):
         self.f, self.d0 = f, d0
         self.lo, self.hi = domain
         self.rng = np.random.default_rng(seed)
-        self.n_lines, self.subset_search = n_lines, subset_search
-        self.max_layers, self.attempts_left = max_layers, max_attempts
         X = self.rng.uniform(self.lo, self.hi, (64, d0))
         Y = self._raw(X)
         self.d_out = Y.shape[1]
@@ -819,9 +831,9 @@ class _Recoverer:
         self.c /= np.linalg.norm(self.c)
         self.fscale = 1.0 + np.abs(Y).max()
         self.pool = self.rng.uniform(self.lo, self.hi, (20000, d0))
-        self.log: list[str] = []
 
     def _raw(self, X):
+        """``f(X)`` as a float64 array of shape ``(n, d_out)``; a ValueError on a wrong shape or NaN."""
         Y = np.asarray(self.f(X), dtype=np.float64)
         if Y.ndim == 1:
             Y = Y[:, None]
@@ -832,6 +844,7 @@ class _Recoverer:
         return Y
 
     def F(self, X):
+        """The scalar projection ``f(X) . c`` (one value per row of ``X``)."""
         return self._raw(np.atleast_2d(X)) @ self.c
 
     def grads(self, P):
@@ -842,13 +855,19 @@ class _Recoverer:
         return (v[:, :self.d0] - v[:, self.d0:]) / (2 * self.H_FD)
 
     def inside(self, X, lv: _Level, margin: float):
+        """Which rows of ``X`` lie in ``U`` of the level, at least ``margin`` inside the box and every half-space."""
         ok = np.all((X > self.lo + margin) & (X < self.hi - margin), axis=1)
         if len(lv.g):
             ok &= np.all(X @ lv.G.T + lv.g > margin, axis=1)
         return ok
 
-    # --- primitive B: breakpoints of F along a segment -------------------------------------------
     def breakpoints(self, x0, v, t0, t1):
+        """Primitive B: the kinks ``t`` of ``F(x0 + t v)`` in ``(t0, t1)``, exact for a piecewise-linear ``F``.
+
+        Bisection on the end slopes: where they agree and the midpoint is on the line, the piece is
+        affine; where they differ and the two end lines meet inside, that point is accepted if ``F``
+        there and ``1e-6`` either side lies on the lines (one kink); otherwise the interval is halved.
+        """
         F = lambda ts: self.F(x0[None, :] + np.asarray(ts)[:, None] * v[None, :])
         dl = min(1e-6, 1e-3 * (t1 - t0))
         vals = F([t0, t0 + dl, t1 - dl, t1])
@@ -880,8 +899,36 @@ class _Recoverer:
             stack.append((tm, b, fm, Fb, (fr - fm) / dl, sb, depth + 1))
         return out
 
-    # --- (R1) folds along random lines inside U; primitive N: local hyperplanes -------------------
+    def _clip_line(self, x0, v, lv: _Level, margin):
+        """The interval ``(t0, t1)`` of ``t`` for which ``x0 + t v`` lies in ``U``, ``margin`` inside."""
+        t0, t1 = -np.inf, np.inf
+        rows = [(e, self.hi - margin - x0 @ e) for e in np.eye(self.d0)]      # e.x < hi - margin
+        rows += [(-e, x0 @ e - self.lo - margin) for e in np.eye(self.d0)]   # -e.x < -(lo + margin)
+        rows += [(-G, x0 @ G + g - margin) for G, g in zip(lv.G, lv.g)]     # -G.x < g - margin
+        for n, slack in rows:           # constraint n.(x0 + t v) <= n.x0 + slack
+            s = n @ v
+            if abs(s) < 1e-15:
+                continue
+            if s > 0:
+                t1 = min(t1, slack / s)
+            else:
+                t0 = max(t0, slack / s)
+        return t0, t1
+
+
+class _FoldSearch(_Probe):
+    """(R1)-(R2) of :func:`recover` on one level: the local hyperplanes of the folds met by ``n_lines``
+    random lines inside ``U`` (clustered), and those of them that are folds all across ``U`` (the
+    straight candidates for the level's units), sharpened to the exact fold."""
+
+    def __init__(self, f, d0, domain, seed, n_lines):
+        super().__init__(f, d0, domain, seed)
+        self.n_lines = n_lines
+
     def fold_hyperplanes(self, lv: _Level):
+        """(R1) ``(clusters, n_found)``: the local hyperplanes ``[n, c]`` (unit ``n``, largest entry positive)
+        of the kinks met by ``n_lines`` random lines through ``U``, from the jump of the gradient across
+        each, clustered to 1e-4; ``(None, 0)`` if ``U`` holds fewer than 10 pool points."""
         starts = self.pool[self.inside(self.pool, lv, 1e-3)]
         if len(starts) < 10:
             return None, 0
@@ -911,23 +958,8 @@ class _Recoverer:
                 clusters.append(key)
         return clusters, len(found)
 
-    def _clip_line(self, x0, v, lv: _Level, margin):
-        t0, t1 = -np.inf, np.inf
-        rows = [(e, self.hi - margin - x0 @ e) for e in np.eye(self.d0)]      # e.x < hi - margin
-        rows += [(-e, x0 @ e - self.lo - margin) for e in np.eye(self.d0)]   # -e.x < -(lo + margin)
-        rows += [(-G, x0 @ G + g - margin) for G, g in zip(lv.G, lv.g)]     # -G.x < g - margin
-        for n, slack in rows:           # constraint n.(x0 + t v) <= n.x0 + slack
-            s = n @ v
-            if abs(s) < 1e-15:
-                continue
-            if s > 0:
-                t1 = min(t1, slack / s)
-            else:
-                t0 = max(t0, slack / s)
-        return t0, t1
-
-    # --- (R2) straight candidates: hyperplanes that are folds at random points of H cap U ---------
     def points_on(self, key, lv: _Level, k: int):
+        """Up to ``k`` test points on the hyperplane ``key`` inside ``U`` (projections of pool points)."""
         n, c = key[:-1], key[-1]
         X = self.pool[self.rng.permutation(len(self.pool))[:4000]]
         Q = X - (X @ n + c)[:, None] * n[None, :]
@@ -935,6 +967,7 @@ class _Recoverer:
         return Q[:k]
 
     def is_full_fold(self, key, lv: _Level, k: int = 12) -> tuple[bool, np.ndarray]:
+        """(R2) is ``key`` a fold at (90 % of) ``k`` test points across ``U``? ``(answer, test points)``."""
         Q = self.points_on(key, lv, k)
         if len(Q) < 4:
             return False, Q
@@ -982,7 +1015,11 @@ class _Recoverer:
                 Qs.append(Q)
         return cands, Qs
 
-    # --- (R3)+(R5): which candidates are layer-l units, and their orientation ----------------------
+
+class _UnitTest(_FoldSearch):
+    """(R3)+(R5) of :func:`recover`: which straight candidates are units of the level, and on which side
+    each is active, by the zero-coefficient test of Thm A.1's proof."""
+
     def side_tests(self, cands, Qs):
         """Gradients just on both sides of each candidate, at its test points."""
         out = []
@@ -1023,8 +1060,20 @@ class _Recoverer:
             signs.append(1.0 if frac >= 0.8 else -1.0)
         return signs
 
-    # --- Algorithm R -------------------------------------------------------------------------------
+
+class _Recoverer(_UnitTest):
+    """One run of :func:`recover` (Algorithm R; see its docstring): the level recursion with its
+    certified subset search, the output layer and the certificate. Its parts: :class:`_Probe` (queries),
+    :class:`_FoldSearch` (R1-R2), :class:`_UnitTest` (R3, R5) and :func:`_next_level` (R4)."""
+
+    def __init__(self, f, d0, domain, seed, n_lines, subset_search, max_layers, max_attempts):
+        super().__init__(f, d0, domain, seed, n_lines)
+        self.subset_search = subset_search
+        self.max_layers, self.attempts_left = max_layers, max_attempts
+        self.log: list[str] = []
+
     def run(self):
+        """The first candidate network that passes :meth:`certify`, or :class:`RecoveryError` with the log."""
         lv = _Level(np.eye(self.d0), np.zeros(self.d0), np.zeros((0, self.d0)), np.zeros(0))
         for params in self.levels(lv, [], self.d0):
             if self.certify(params):
@@ -1052,15 +1101,7 @@ class _Recoverer:
             self.log.append(f"level {len(params) + 1}: folds but no straight candidate in U")
             return
         sides = self.side_tests(cands, Qs)
-        if self.subset_search:
-            sizes = range(min(len(cands), d_prev), 0, -1)
-            subsets = [s for k in sizes for s in itertools.combinations(range(len(cands)), k)]
-        else:
-            if len(cands) > d_prev:
-                self.log.append(f"level {len(params) + 1}: {len(cands)} straight candidates > {d_prev} "
-                                "(a deeper fold masquerades as a hyperplane)")
-                return
-            subsets = [tuple(range(len(cands)))]
+        subsets = self.subsets(len(cands), d_prev, len(params) + 1)
         tried = 0
         for subset in subsets:
             signs = self.orient(subset, cands, sides)
@@ -1068,21 +1109,27 @@ class _Recoverer:
                 continue
             tried += 1
             rows = np.array([s * cands[i] for s, i in zip(signs, subset)])        # active where > 0
-            Ap = np.linalg.pinv(lv.A)
-            W = rows[:, :-1] @ Ap
-            b = rows[:, -1] - W @ lv.a
-            r = np.sqrt((W ** 2).sum(1) + b ** 2)
-            W, b = W / r[:, None], b / r
-            A_new, a_new = W @ lv.A, W @ lv.a + b
-            nrm = np.linalg.norm(A_new, axis=1)
-            nxt = _Level(A_new, a_new, np.vstack([lv.G, A_new / nrm[:, None]]),
-                         np.concatenate([lv.g, a_new / nrm]))
+            W, b, nxt = _next_level(lv, rows)
             yield from self.levels(nxt, params + [(W, b)], len(subset))
             if self.attempts_left <= 0:
                 return
-        if tried == 0:
+        if tried == 0 and subsets:
             self.log.append(f"level {len(params) + 1}: no subset of {len(cands)} candidates passed the "
                             "zero-coefficient test")
+
+    def subsets(self, n_cands: int, d_prev: int, level: int) -> list:
+        """(R3) the candidate subsets to try at one level, largest first: with ``subset_search`` every subset
+        of at most ``d_prev`` candidates (non-increasing widths); otherwise all candidates at once (the naive
+        rule), or none, logged, if there are more than ``d_prev`` of them (a deeper fold masquerades as a
+        hyperplane, Fig. 2.2)."""
+        if self.subset_search:
+            sizes = range(min(n_cands, d_prev), 0, -1)
+            return [s for k in sizes for s in itertools.combinations(range(n_cands), k)]
+        if n_cands > d_prev:
+            self.log.append(f"level {level}: {n_cands} straight candidates > {d_prev} "
+                            "(a deeper fold masquerades as a hyperplane)")
+            return []
+        return [tuple(range(n_cands))]
 
     def output_layer(self, lv: _Level):
         """f is affine on U: fit ``f = W_L z + b_L`` to function values at points of U (least squares).
@@ -1095,12 +1142,28 @@ class _Recoverer:
         return sol[:-1].T, sol[-1]
 
     def certify(self, params) -> bool:
+        """Does ``params`` reproduce ``f`` to 1e-7 ``fscale`` on 64, then 1000 fresh points of the box?"""
         for n in (64, 1000):
             X = self.rng.uniform(self.lo, self.hi, (n, self.d0))
             if np.abs(forward(params, X) - self._raw(X)).max() > 1e-7 * self.fscale:
                 self.log.append(f"candidate {widths_of(params)} failed certification")
                 return False
         return True
+
+
+def _next_level(lv: _Level, rows):
+    """(R4) the layer whose units are the oriented hyperplanes ``rows`` (``[n, c]``, active where
+    ``n x + c > 0``), and the next level: rows ``W_l = n A^+`` (``b`` to match), normalised to unit norm
+    (a positive scaling), the affine map ``x -> z_l = W_l (A x + a) + b_l`` and ``U_{l+1}``, where every
+    unit so far is active. Returns ``(W_l, b_l, next level)``."""
+    Ap = np.linalg.pinv(lv.A)
+    W = rows[:, :-1] @ Ap
+    b = rows[:, -1] - W @ lv.a
+    r = np.sqrt((W ** 2).sum(1) + b ** 2)
+    W, b = W / r[:, None], b / r
+    A_new, a_new = W @ lv.A, W @ lv.a + b
+    nrm = np.linalg.norm(A_new, axis=1)
+    return W, b, _Level(A_new, a_new, np.vstack([lv.G, A_new / nrm[:, None]]), np.concatenate([lv.g, a_new / nrm]))
 
 
 def recover(f, input_dim: int, domain=(-1, 1), seed: int = 0, *, n_lines: int = 30,
@@ -1130,7 +1193,7 @@ def recover(f, input_dim: int, domain=(-1, 1), seed: int = 0, *, n_lines: int = 
 
 
 # ----------------------------------------------------------------------------------------------
-# One hidden layer of any width: the sign flips are the only extra symmetries (chapter 01, new here)
+# One hidden layer of any width: the sign flips are the only extra symmetries (chapter 01's Proposition)
 # ----------------------------------------------------------------------------------------------
 
 def _box_crossing(W, b, domain) -> np.ndarray:
@@ -1144,7 +1207,8 @@ def _box_crossing(W, b, domain) -> np.ndarray:
 def flip_sets(params, domain=(-1, 1), rel_tol: float = 1e-9, max_width: int = 16) -> dict:
     """The sign-flip subsets ``T`` of a one-hidden-layer net: ``sum_{i in T} W_2[:, i] W_1[i] = 0``.
 
-    Proposition (one hidden layer, any width; chapter 01, new here, proved there): if every hidden
+    Proposition (one hidden layer, any width; chapter 01, proved there; a bounded-domain form of known
+    results on one-hidden-layer symmetries, whose sources the chapter cites): if every hidden
     unit's hyperplane crosses the box, no two units share a hyperplane and no output column is zero,
     then the networks of the same architecture equal to ``params`` on the box are exactly the P/M
     images of the nets that flip the units of one such ``T`` (``W_1[i], b_1[i] -> -W_1[i], -b_1[i]``

@@ -1027,6 +1027,45 @@ def test_align_with_a_zero_unit_keeps_the_next_layer_scales():
     np.testing.assert_allclose(scales[1], [1.0, 1.0], rtol=1e-15)
 
 
+def test_align_when_both_nets_have_a_zero_unit():
+    # a's layer-1 unit 1 is all zero. align used to raise (0 / 0 in the |cos| matrix, which
+    # linear_sum_assignment refuses); now the zero unit of a matches the zero unit of b with scale 1
+    a = [(np.array([[1.0, 0.5], [0.0, 0.0], [-0.3, 1.0]]), np.array([0.2, 0.0, -0.1])),
+         (np.array([[1.0, 2.0, -1.0], [0.5, -1.0, 1.5]]), np.array([0.3, -0.2])), (np.array([[1.0, -1.0]]), np.zeros(1))]
+    perms, scales, err = E.align(a, a)
+    assert [p.tolist() for p in perms] == [[0, 1, 2], [0, 1]] and err == 0.0
+    assert [m.tolist() for m in scales] == [[1.0, 1.0, 1.0], [1.0, 1.0]] and E.equivalent(a, a)
+    # b: a with layer 1 permuted (the zero unit moves to position 0) and the other units scaled by 2 and 0.5
+    order, m = np.array([1, 2, 0]), np.array([1.0, 0.5, 2.0])
+    b = E.apply_symmetry(a, [order, np.arange(2)], [m, np.ones(2)])
+    perms, scales, err = E.align(a, b)
+    assert perms[0].tolist() == [1, 2, 0] and err < 1e-15
+    np.testing.assert_allclose(scales[0], [1.0, 0.5, 2.0], rtol=1e-15)
+    np.testing.assert_allclose(scales[1], [1.0, 1.0], rtol=1e-15)
+    assert E.equivalent(a, b) and E.equivalent(b, a)
+    # a zero unit cannot map onto a non-zero one: scale 0 there, an error of the canonical rows, not equivalent
+    c = [(a[0][0] + np.array([[0.0, 0.0], [0.3, -0.2], [0.0, 0.0]]), a[0][1])] + a[1:]
+    perms, scales, err = E.align(a, c)
+    assert scales[0].tolist() == [1.0, 0.0, 1.0] and err > 0.5 and not E.equivalent(a, c)
+    # the scale of a zero unit is not fixed by its (zero) incoming weights: align takes 1, so a zero unit
+    # rescaled with its outgoing weights shows up as an error in those weights
+    d = E.apply_symmetry(a, [np.arange(3), np.arange(2)], [np.array([1.0, 4.0, 1.0]), np.ones(2)])
+    _, scales, err = E.align(a, d)
+    assert scales[0].tolist() == [1.0, 1.0, 1.0]
+    # by hand: layer-1 rows have norms sqrt(1.29), 0 (left at scale 1) and sqrt(1.1); layer-2 rows [w2 * r, b2]
+    # are then normalised, and d's column of the zero unit is a's divided by 4
+    # are then normalised (norms r2), and the output weights become W3 * r2; d's column of the zero unit is a's / 4
+    r = np.array([np.sqrt(1.29), 1.0, np.sqrt(1.1)])
+
+    def canonical_tail(W2):
+        R = np.hstack([W2 * r, a[1][1][:, None]])
+        r2 = np.linalg.norm(R, axis=1)
+        return np.concatenate([(R / r2[:, None]).ravel(), a[2][0][0] * r2])
+
+    want = np.abs(canonical_tail(a[1][0]) - canonical_tail(a[1][0] / np.array([1.0, 4.0, 1.0]))).max()
+    assert err == pytest.approx(want, rel=1e-12) and err > 0.1
+
+
 def test_one_layer_network_distribution():
     # rows: unit direction times m ~ U(0.5, 2) through a uniform point of the inner 80 % of the box; output
     # weights +-U(0.5, 1.5), output bias N(0, 0.5^2)
