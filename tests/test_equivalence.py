@@ -386,6 +386,8 @@ _EQ_BAD = [
     (lambda: E.apply_symmetry(_N, [np.arange(3)], None), r"^scales must be"),
     (lambda: E.apply_symmetry(_N, [np.array([0, 0, 1])], [np.ones(3)]), r"^perms\[0\] must be a permutation of range\(3\)$"),
     (lambda: E.apply_symmetry(_N, [np.arange(2)], [np.ones(3)]), r"^perms\[0\] must be a permutation of range\(3\)$"),
+    (lambda: E.apply_symmetry(_N, [np.array([0.0, 1.0, 2.0])], [np.ones(3)]), r"^perms\[0\] must be a permutation of range\(3\)$"),
+    (lambda: E.apply_symmetry(_N, [np.array([True, False, True])], [np.ones(3)]), r"^perms\[0\] must be a permutation of range\(3\)$"),
     (lambda: E.apply_symmetry(_N, [np.arange(3)], [np.array([1.0, 0.0, 1.0])]), r"^scales\[0\] must be 3 finite non-zero numbers$"),
     (lambda: E.apply_symmetry(_N, [np.arange(3)], [np.array([1.0, np.inf, 1.0])]), r"^scales\[0\] must be 3 finite non-zero numbers$"),
     (lambda: E.apply_symmetry(_N, [np.arange(3)], [np.ones(2)]), r"^scales\[0\] must be 3 finite non-zero numbers$"),
@@ -416,6 +418,8 @@ _EQ_BAD = [
     (lambda: E.recover(lambda X: X[:, 0], 2, seed=-1), r"^seed must be"),
     (lambda: E.recover(lambda X: X[:, 0], 2, max_layers=0), r"^max_layers must be"),
     (lambda: E.recover(lambda X: X[:, 0], 2, max_attempts=0), r"^max_attempts must be"),
+    (lambda: E.recover(lambda X: X[:, 0], 2, subset_search="no"), r"^subset_search must be"),
+    (lambda: E.recover(lambda X: X[:, 0], 2, subset_search=1), r"^subset_search must be"),
     (lambda: E.recover(lambda X: X[:, :, None], 2), r"^f must map \(n, 2\) inputs to \(n,\) or \(n, d_L\), got shape"),
     (lambda: E.recover(lambda X: X[:, 0] * np.nan, 2), r"^f returned NaN or infinite values$"),
     (lambda: E.flip_sets(_N, rel_tol=0.0), r"^rel_tol must be"),
@@ -437,6 +441,9 @@ _EQ_BAD = [
     (lambda: E.counterexample("dead_neuron", delta=0.0), r"^delta must be a non-zero number with \|delta\| <= 0.5, got 0.0$"),
     (lambda: E.counterexample("dead_neuron", delta=0.6), r"^delta must be a non-zero number with \|delta\| <= 0.5, got 0.6$"),
     (lambda: E.counterexample("dead_neuron", delta="x"), r"^delta must be a non-zero number"),
+    (lambda: E.counterexample("dead_neuron", delta=np.float32(0.6)), r"^delta must be a non-zero number with \|delta\| <= 0.5, got np.float32\(0.6\)$"),
+    (lambda: E.counterexample("dead_neuron", delta=np.nan), r"^delta must be a non-zero number"),
+    (lambda: E.counterexample("dead_neuron", delta=True), r"^delta must be a non-zero number"),
 ]
 
 
@@ -1027,6 +1034,45 @@ def test_align_with_a_zero_unit_keeps_the_next_layer_scales():
     np.testing.assert_allclose(scales[1], [1.0, 1.0], rtol=1e-15)
 
 
+def test_align_when_both_nets_have_a_zero_unit():
+    # a's layer-1 unit 1 is all zero. align used to raise (0 / 0 in the |cos| matrix, which
+    # linear_sum_assignment refuses); now the zero unit of a matches the zero unit of b with scale 1
+    a = [(np.array([[1.0, 0.5], [0.0, 0.0], [-0.3, 1.0]]), np.array([0.2, 0.0, -0.1])),
+         (np.array([[1.0, 2.0, -1.0], [0.5, -1.0, 1.5]]), np.array([0.3, -0.2])), (np.array([[1.0, -1.0]]), np.zeros(1))]
+    perms, scales, err = E.align(a, a)
+    assert [p.tolist() for p in perms] == [[0, 1, 2], [0, 1]] and err == 0.0
+    assert [m.tolist() for m in scales] == [[1.0, 1.0, 1.0], [1.0, 1.0]] and E.equivalent(a, a)
+    # b: a with layer 1 permuted (the zero unit moves to position 0) and the other units scaled by 2 and 0.5
+    order, m = np.array([1, 2, 0]), np.array([1.0, 0.5, 2.0])
+    b = E.apply_symmetry(a, [order, np.arange(2)], [m, np.ones(2)])
+    perms, scales, err = E.align(a, b)
+    assert perms[0].tolist() == [1, 2, 0] and err < 1e-15
+    np.testing.assert_allclose(scales[0], [1.0, 0.5, 2.0], rtol=1e-15)
+    np.testing.assert_allclose(scales[1], [1.0, 1.0], rtol=1e-15)
+    assert E.equivalent(a, b) and E.equivalent(b, a)
+    # a zero unit cannot map onto a non-zero one: scale 0 there, an error of the canonical rows, not equivalent
+    c = [(a[0][0] + np.array([[0.0, 0.0], [0.3, -0.2], [0.0, 0.0]]), a[0][1])] + a[1:]
+    perms, scales, err = E.align(a, c)
+    assert scales[0].tolist() == [1.0, 0.0, 1.0] and err > 0.5 and not E.equivalent(a, c)
+    # the scale of a zero unit is not fixed by its (zero) incoming weights: align takes 1, so a zero unit
+    # rescaled with its outgoing weights shows up as an error in those weights
+    d = E.apply_symmetry(a, [np.arange(3), np.arange(2)], [np.array([1.0, 4.0, 1.0]), np.ones(2)])
+    _, scales, err = E.align(a, d)
+    assert scales[0].tolist() == [1.0, 1.0, 1.0]
+    # by hand: layer-1 rows have norms sqrt(1.29), 0 (left at scale 1) and sqrt(1.1); layer-2 rows [w2 * r, b2]
+    # are then normalised, and d's column of the zero unit is a's divided by 4
+    # are then normalised (norms r2), and the output weights become W3 * r2; d's column of the zero unit is a's / 4
+    r = np.array([np.sqrt(1.29), 1.0, np.sqrt(1.1)])
+
+    def canonical_tail(W2):
+        R = np.hstack([W2 * r, a[1][1][:, None]])
+        r2 = np.linalg.norm(R, axis=1)
+        return np.concatenate([(R / r2[:, None]).ravel(), a[2][0][0] * r2])
+
+    want = np.abs(canonical_tail(a[1][0]) - canonical_tail(a[1][0] / np.array([1.0, 4.0, 1.0]))).max()
+    assert err == pytest.approx(want, rel=1e-12) and err > 0.1
+
+
 def test_one_layer_network_distribution():
     # rows: unit direction times m ~ U(0.5, 2) through a uniform point of the inner 80 % of the box; output
     # weights +-U(0.5, 1.5), output bias N(0, 0.5^2)
@@ -1283,3 +1329,25 @@ def test_greedy_layers_does_not_depend_on_the_order_of_the_regions(seed, paths):
         b = E.greedy_layers(*_relabelled(regions, edges, perm))
         assert summary(b) == summary(a), perm
         assert b["unassigned_length"] == pytest.approx(a["unassigned_length"], abs=1e-12), perm
+
+
+def test_integer_permutations_of_any_integer_dtype_and_numpy_scalar_deltas_are_accepted():
+    # perms as a plain list or an int32 array index like int64; a float array does not (see _EQ_BAD)
+    W1, b1, W2 = np.array([[1.0, 2.0], [3.0, 4.0]]), np.array([5.0, 6.0]), np.array([[7.0, 8.0]])
+    net = [(W1, b1), (W2, np.array([9.0]))]
+    want = E.apply_symmetry(net, [np.array([1, 0])], [np.array([2.0, 0.5])])
+    for p in ([1, 0], np.array([1, 0], dtype=np.int32), np.array([1, 0], dtype=np.uint8)):
+        got = E.apply_symmetry(net, [p], [np.array([2.0, 0.5])])
+        assert all(np.array_equal(a, b) for (a, _), (b, _) in zip(got, want))
+    # delta as a numpy scalar or a 0-d array gives the same nets as the Python float of the same value
+    for d in (np.float32(0.1), np.float64(-0.2), np.array(0.3), np.int64(0)):
+        if float(d) == 0.0:
+            with pytest.raises(ValueError, match=r"^delta must be a non-zero number"):
+                E.counterexample("always_active", delta=d)
+            continue
+        for name in E.COUNTEREXAMPLES:
+            (t, e, a), (t2, e2, a2) = E.counterexample(name, delta=d), E.counterexample(name, delta=float(d))
+            assert a == a2 and all(np.array_equal(x, y) for (x, _), (y, _) in zip(e, e2))
+            assert all(np.array_equal(x, y) for (_, x), (_, y) in zip(e, e2))
+    eta = E.counterexample("always_active", delta=np.float32(0.25))[1]     # 0.25 is exact in float32
+    np.testing.assert_allclose(eta[0][1] - E.counterexample("always_active")[0][0][1], [0.25, 0.0], atol=1e-15)

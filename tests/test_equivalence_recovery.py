@@ -617,3 +617,79 @@ def test_orient_bounds_are_inclusive_where_the_solve_is_exact():
     assert R.orient((0, 1), cands, [plus, minus_side]) == [1.0, -1.0]
     plus = (grad(e1, e2, [1.0] * 5), grad(e1, e2, [1e-3] * 5))
     assert R.orient((0, 1), cands, [plus, minus_side]) == [1.0, -1.0]
+
+
+# --- the small shared helpers: key orientation, kink of two lines, affine fit, start level --------------------
+
+def test_orient_key_makes_the_largest_entry_positive():
+    for key, want in (([0.6, -0.8, 0.1], [-0.6, 0.8, -0.1]), ([0.6, 0.8, -0.1], [0.6, 0.8, -0.1]),
+                      ([0.1, 0.2, -3.0], [-0.1, -0.2, 3.0]), ([-0.5, 0.0, 0.5], [0.5, 0.0, -0.5])):
+        np.testing.assert_array_equal(E._orient_key(np.array(key)), want)   # ties: the first largest decides
+    # both orientations of a hyperplane get one key, as greedy_layers and the fold search compare them
+    k = np.array([0.3, -0.9, 0.2, 0.1])
+    np.testing.assert_array_equal(E._orient_key(k), E._orient_key(-k))
+
+
+def test_kink_of_two_end_lines_by_hand():
+    # f(t) = 2 + 0.5 t left of the kink, 1 - t right of it: they meet where 2 + 0.5 t = 1 - t, t = -2/3
+    a, b = -1.0, 1.0
+    Fa, Fb = 2 + 0.5 * a, 1 - b
+    assert E._kink(a, b, Fa, Fb, 0.5, -1.0) == pytest.approx(-2.0 / 3.0, abs=1e-15)
+    # arrays: one kink per row; an f = |t - c| has its kink at c
+    c = np.array([-0.4, 0.0, 0.7])
+    got = E._kink(-1.0, 1.0, np.abs(-1.0 - c), np.abs(1.0 - c), -np.ones(3), np.ones(3))
+    np.testing.assert_allclose(got, c, atol=1e-15)
+
+
+def test_fit_affine_recovers_an_exact_map_and_reports_the_residual():
+    rng = np.random.default_rng(0)
+    Z = rng.normal(size=(50, 3))
+    W, b = np.array([[1.0, -2.0, 0.5], [0.0, 3.0, 1.0]]), np.array([0.25, -1.0])
+    Wf, bf, res = E._fit_affine(Z, Z @ W.T + b)
+    assert np.allclose(Wf, W, atol=1e-12) and np.allclose(bf, b, atol=1e-12) and res < 1e-12
+    Y = Z @ W.T + b
+    Y[7, 1] += 1.0                                     # one outlier: the residual shows it
+    assert 0.5 < E._fit_affine(Z, Y)[2] < 1.0
+
+
+def test_start_level_is_the_whole_box_and_certify_lives_on_the_probe():
+    f = lambda X: np.maximum(X[:, 0] - 0.2, 0.0)
+    P = E._FoldSearch(f, 3, (-1.0, 1.0), 0, 5)           # the one-hidden-layer search uses it directly
+    lv = P.start_level()
+    assert np.array_equal(lv.A, np.eye(3)) and np.array_equal(lv.a, np.zeros(3))
+    assert lv.G.shape == (0, 3) and lv.g.shape == (0,)
+    assert P.inside(np.array([[0.99, -0.99, 0.0]]), lv, 1e-3).all()
+    good = [(np.array([[1.0, 0.0, 0.0]]), np.array([-0.2])), (np.array([[1.0]]), np.array([0.0]))]
+    bad = [(np.array([[1.0, 0.0, 0.0]]), np.array([-0.25])), (np.array([[1.0]]), np.array([0.0]))]
+    assert P.log == [] and P.certify(good) and not P.certify(bad)
+    assert P.log == ["candidate [3, 1, 1] failed certification"]
+
+
+def test_recover_stats_count_what_each_step_rejected():
+    # a (2,2,2,1) net: recovered with nothing refused by the certificate
+    net = E.identifiable_network((2, 2, 2, 1), 1)
+    st = {"old": 1}
+    got = E.recover(lambda X: E.forward(net, X), 2, seed=1, stats=st)
+    assert E.equivalent(net, got)
+    assert st["certificate_refusals"] == 0 and st["old"] == 1 and isinstance(st["log"], list)
+    # the same run through the class: the counters are what stats reports
+    R = recoverer(lambda X: E.forward(net, X), 2, seed=1)
+    R.run()
+    assert (R.n_rejected, R.n_refused) == (st["subsets_rejected"], 0)
+    # an extra fold near the edge: every candidate fails the certificate; stats are filled before the raise
+    f = lambda X: E.forward(net, X)[:, 0] + 0.5 * np.maximum(X[:, 0] - 0.9, 0.0)
+    st = {}
+    with pytest.raises(E.RecoveryError):
+        E.recover(f, 2, seed=0, max_attempts=3, stats=st)
+    assert st["certificate_refusals"] == sum(line.endswith("failed certification") for line in st["log"]) == 2
+    # two full lines, every subset made to fail the zero-coefficient test: {0, 1}, {0}, {1} are rejected, and
+    # no network is ever completed, so the certificate refuses none; the naive rule tries {0, 1} only
+    g = lambda X: np.maximum(X[:, 0] - 0.2, 0.0) + np.maximum(X[:, 1] + 0.3, 0.0)
+    for subset_search, rejected in ((True, 3), (False, 1)):
+        R = recoverer(g, 2, seed=1, subset_search=subset_search)
+        R.orient = lambda subset, cands, sides: None
+        with pytest.raises(E.RecoveryError):
+            R.run()
+        assert (R.n_rejected, R.n_refused) == (rejected, 0)
+    with pytest.raises(TypeError, match=r"^stats must be a dict"):
+        E.recover(lambda X: X[:, 0], 2, stats=[])
