@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-from scipy.optimize import linprog, nnls
+from scipy.optimize import nnls
 from tqdm.auto import tqdm
 
 from lib import validate
@@ -38,6 +38,7 @@ class InductiveBiasConfig:
     width: int = 100             # neurons p
     init_scale: float = 0.05     # "we multiply all weights by 0.05"
     n_seeds: int = 5             # data + init seeds for the two-layer experiments
+    filter_sets: int = 50        # data sets drawn with and without the z filter (what it changes)
     sgd_lr: float = 0.1          # SGD on the mean BCE, as in the document
     sgd_batch: int = 50
     sgd_epochs: int = 500
@@ -45,10 +46,10 @@ class InductiveBiasConfig:
     neg_scale: float = 3.0       # negative class multiplied by this (norm-split check)
     resnet_depth: int = 4        # thesis eq. (3.30), L = 4
     resnet_epochs: int = 100
-    resnet_seeds: int = 1
+    resnet_seeds: int = 5        # residual nets trained at once (one per data set)
     cnn_data: str = "digits"     # "digits" (scikit-learn 8x8) or "mnist" (paper scale, online)
     cnn_image_size: int = 8      # digits are upsampled to this size (28 = Table 3.1 shapes)
-    cnn_epochs: int = 20
+    cnn_epochs: int = 40          # quick scale (8x8 digits): 120 Adam steps; the document: 50 epochs of MNIST
     cnn_batch: int = 128
     cnn_lr: float = 1e-3
     sweep_scales: tuple = (0.01, 0.05, 0.3, 1.0, 3.0)   # init-scale sweep (beyond the document)
@@ -63,11 +64,11 @@ CONFIGS = ChapterScales(
     "inductive_bias",
     quick=InductiveBiasConfig(),
     full=InductiveBiasConfig(n_seeds=10, ngd_schedule=((0.003, 1500), (0.001, 1500)), resnet_epochs=500,
-                             resnet_seeds=3,
+                             resnet_seeds=10,
                              cnn_image_size=28, cnn_epochs=30, sweep_epochs=500,
                              eta_sweep=(0.008, 0.004, 0.002, 0.001), resnet_ngd_schedule=((0.01, 1600),)),
     paper=InductiveBiasConfig(n_seeds=10, ngd_schedule=((0.003, 1500), (0.001, 1500)), resnet_epochs=500,
-                              cnn_data="mnist", cnn_image_size=28, cnn_epochs=50, sweep_epochs=500,
+                              resnet_seeds=10, cnn_data="mnist", cnn_image_size=28, cnn_epochs=50, sweep_epochs=500,
                               eta_sweep=(0.008, 0.004, 0.002, 0.001), resnet_ngd_schedule=((0.01, 1600),)),
 )
 
@@ -110,16 +111,18 @@ def _as_neurons(W, a):
 # data and exact geometry (thesis §3.1-3.3)
 
 
-def orthogonally_separable_gaussian(n: int = 500, d: int = 20, seed: int = 0):
+def orthogonally_separable_gaussian(n: int = 500, d: int = 20, seed: int = 0, z_filter: bool = True):
     """The synthetic data of thesis §3.4.1 (paper §5.1): ``(X (n, d), y (n,))`` in float64.
 
     A Gaussian point is kept with label +1 if it lies in the first orthant and ``x.z >= 0``, with
     label -1 if it lies in the opposite orthant and ``x.z >= 0``, where ``z = [1, -1, 1, -1, ...]``.
     Sampled exactly as ``x = s|g|`` with a fair random sign ``s`` and the same ``z`` filter
-    (rejection from the full Gaussian would accept one point in ~2^d).
+    (rejection from the full Gaussian would accept one point in ~2^d). ``z_filter=False`` drops the
+    filter (Chapter 2 measures what it changes); the points are then drawn from the same stream.
     """
     n, d = V.integer(n, "n", min=2), V.integer(d, "d", min=2)
     seed = V.seed(seed)
+    z_filter = V.boolean(z_filter, "z_filter")
     rng = np.random.default_rng(seed)
     z = np.where(np.arange(d) % 2 == 0, 1.0, -1.0)
     X, y = np.empty((0, d)), np.empty(0)
@@ -128,7 +131,7 @@ def orthogonally_separable_gaussian(n: int = 500, d: int = 20, seed: int = 0):
             X, y = np.empty((0, d)), np.empty(0)
         s = rng.choice([-1.0, 1.0], size=2 * n)
         x = s[:, None] * np.abs(rng.standard_normal((2 * n, d)))
-        keep = x @ z >= 0
+        keep = x @ z >= 0 if z_filter else np.ones(2 * n, dtype=bool)
         X, y = np.vstack([X, x[keep]]), np.concatenate([y, s[keep]])
     return X[:n], y[:n]
 
@@ -181,8 +184,14 @@ def pm_max_margin(X, y):
 def extremal_sectors(X, y):
     """The extremal sectors ``(sigma_plus, sigma_minus)`` of thesis eqs. (3.13)/(3.14) (Lemma 3.2).
 
-    ``sigma_plus[j]`` is +1 on positives, -1 on negatives that have a negative inner product with
-    some positive, 0 on negatives orthogonal to all positives; ``sigma_minus`` mirrors it.
+    ``sigma_plus[j]`` is +1 on positives, 0 on negatives orthogonal to every positive (``x_j.x_i = 0``
+    exactly) and -1 on the other negatives; ``sigma_minus`` mirrors it. On orthogonally separable data
+    this is (3.13)/(3.14) word for word (a negative that is not orthogonal to all positives has a
+    negative inner product with one). Elsewhere (3.13) leaves a negative with a positive inner product
+    with some positive and a negative one with none undefined; it gets -1 here, "the neuron is off on
+    every negative", the property the proof of Theorem 3.1 uses (eq. 3.15). So on data in general
+    position ``sigma_plus = y`` and ``sigma_minus = -y`` (Chapter 2's shift sweep asks whether they are
+    non-empty, :func:`sector_is_feasible`).
     """
     X = _as_matrix(X)
     y = _as_labels(y, X.shape[0])
@@ -190,9 +199,8 @@ def extremal_sectors(X, y):
 
     def sector(cls):
         own = y == cls
-        sigma = np.where(own, 1, 0).astype(np.int8)
-        touches = (G[:, own] < 0).any(axis=1)
-        sigma[~own & touches] = -1
+        sigma = np.where(own, 1, -1).astype(np.int8)
+        sigma[~own & (G[:, own] == 0).all(axis=1)] = 0
         return sigma
 
     return sector(1.0), sector(-1.0)
@@ -206,25 +214,38 @@ def activation_patterns(W, X) -> np.ndarray:
     return np.sign(W @ X.T).astype(np.int8)
 
 
-def sector_is_feasible(X, sigma) -> bool:
-    """Whether the sector ``S_sigma = {w : sign(w.x_i) = sigma_i}`` (thesis Def. 3.1) is non-empty.
+def sector_is_feasible(X, sigma, *, return_slack: bool = False):
+    """Whether the sector ``S_sigma = {w : sign(w.x_i) = sigma_i}`` (thesis Def. 3.1) is *full-dimensional*:
+    an open set of directions, which a neuron in general position can occupy.
 
-    Chapter 2 asks this before asserting that trained neurons are, or are not, in a sector: no neuron
-    can be in an empty one. By scaling, ``S_sigma`` is non-empty iff some ``w`` has ``w.x_i >= 1``
-    where ``sigma_i = 1``, ``w.x_i <= -1`` where ``sigma_i = -1`` and ``w.x_i = 0`` where
-    ``sigma_i = 0``: a linear feasibility problem (HiGHS via ``scipy.optimize.linprog``).
+    Chapter 2 asks this before asserting that trained neurons are, or are not, in a sector: a sector
+    of measure zero (some ``sigma_i = 0`` for a non-zero ``x_i``) or an empty one holds no trained
+    neuron, so an in-sector fraction there says nothing. The *slack* of the sector is the largest
+    ``gamma`` such that some unit ``w`` has ``sigma_i w.x_i / ||x_i|| >= gamma`` for every ``i`` with
+    ``sigma_i != 0``: the sine of the angular radius of the widest cone inside ``S_sigma``. It is
+    ``1 / ||w*||`` for the max-margin vector ``w*`` of the rows ``sigma_i x_i / ||x_i||``
+    (:func:`max_margin`), and 0 when that does not exist (0 in their convex hull), when a non-zero
+    ``x_i`` has ``sigma_i = 0``, or when a zero ``x_i`` has ``sigma_i != 0`` (then ``S_sigma`` is
+    empty). Sectors thinner than ``max_margin``'s infeasibility tolerance (a slack of about 1e-5)
+    count as not full-dimensional. Returns the bool, or ``(bool, slack)`` with ``return_slack=True``.
     """
     X = _as_matrix(X)
     sigma = V.array(sigma, "sigma", shape=(X.shape[0],))
     if not np.isin(sigma, (-1, 0, 1)).all():
         raise V.ArgumentValueError(f"sigma must hold only -1, 0 and 1, got {V.describe(sigma)}")
-    strict, zero = sigma != 0, sigma == 0
-    res = linprog(np.zeros(X.shape[1]), A_ub=-(sigma[strict, None] * X[strict]), b_ub=-np.ones(strict.sum()),
-                  A_eq=X[zero] if zero.any() else None, b_eq=np.zeros(zero.sum()) if zero.any() else None,
-                  bounds=[(None, None)] * X.shape[1], method="highs")
-    if res.status not in (0, 2):
-        raise RuntimeError(f"linprog did not decide feasibility: {res.message}")
-    return bool(res.status == 0)
+    return_slack = V.boolean(return_slack, "return_slack")
+    norms = np.linalg.norm(X, axis=1)
+    if ((sigma == 0) != (norms == 0)).any():
+        slack = 0.0      # a hyperplane w.x_i = 0 (measure zero), or sign(w.0) = 0 != sigma_i (empty)
+    elif (sigma == 0).all():
+        slack = 1.0      # only zero rows: every direction has the pattern
+    else:
+        keep = sigma != 0
+        try:
+            slack = float(1.0 / np.linalg.norm(max_margin(sigma[keep, None] * X[keep] / norms[keep, None])))
+        except ValueError:
+            slack = 0.0
+    return (slack > 0, slack) if return_slack else slack > 0
 
 
 def G_value(W, X, y) -> np.ndarray:

@@ -1,10 +1,12 @@
 """Unit tests of lib.maxmargin (Chapter 2: inductive bias on orthogonally separable data)."""
 
 
+import itertools
+
 import numpy as np
 import pytest
 import torch
-from scipy.optimize import minimize
+from scipy.optimize import linprog, minimize
 
 from lib import maxmargin as mm
 
@@ -143,6 +145,17 @@ def test_extremal_sectors():
     X0 = np.array([[1.0, 0.0], [0.0, -1.0]])
     sp0, sm0 = mm.extremal_sectors(X0, np.array([1, -1]))
     assert sp0.tolist() == [1, 0] and sm0.tolist() == [0, 1]
+    # beyond orthogonal separability (3.13) leaves a case open: x_3 = (1, 0.5) has inner products 1 and 0.5
+    # with the positives, none negative; it gets -1 (off on every negative), not 0 (a hyperplane); x_4 is
+    # orthogonal to the first positive only (and has 2 with the second) -> -1 as well; x_5 is orthogonal to
+    # both positives -> 0
+    X3 = np.array([[1.0, 0, 0], [0, 1, 0], [1, 0.5, 0], [0, 2, -1], [0, 0, -1]])
+    y3 = np.array([1, 1, -1, -1, -1])
+    sp3, sm3 = mm.extremal_sectors(X3, y3)
+    assert sp3.tolist() == [1, 1, -1, -1, 0]
+    # sigma_minus: neither positive is orthogonal to every negative (both have positive inner products) -> -1
+    assert sm3.tolist() == [-1, -1, 1, 1, 1]
+    assert sp3.dtype == np.int8 and sm3.dtype == np.int8
     with pytest.raises(ValueError):
         mm.extremal_sectors(X, y[:3])
 
@@ -340,37 +353,95 @@ def test_two_layer_report(data):
 
 # ---- extremal sectors and directions (Lemmas 3.1/3.2) -------------------------------------------
 
-def _brute_force_feasible_2d(X, sigma, n=20000):
-    """Scan unit vectors in R^2 (plus the exact normals of every x_i) for one with the pattern sigma."""
-    theta = np.linspace(0, 2 * np.pi, n, endpoint=False)
-    U = np.c_[np.cos(theta), np.sin(theta)]
-    U = np.vstack([U, X[:, ::-1] * [1, -1], X[:, ::-1] * [-1, 1]])  # the normals make sigma_i = 0 reachable
+def _sampled_slack(X, sigma, n=200000, seed=0):
+    """Sampling, an independent computation: random unit vectors (general position, so never on a
+    hyperplane w.x_i = 0); returns how many have the pattern sigma and the best sampled
+    min_i sigma_i w.x_i / ||x_i|| over those (the slack is at least that, and close to it in 2-D)."""
+    U = np.random.default_rng(seed).standard_normal((n, X.shape[1]))
+    U /= np.linalg.norm(U, axis=1, keepdims=True)
     P = U @ X.T
-    P[np.abs(P) < 1e-12] = 0
-    return bool((np.sign(P) == sigma).all(axis=1).any())
+    inside = (np.sign(P) == sigma).all(axis=1)
+    best = (sigma * P / np.linalg.norm(X, axis=1))[inside].min(axis=1).max() if inside.any() else 0.0
+    return int(inside.sum()), float(best)
 
 
-def test_sector_is_feasible_matches_brute_force_and_max_margin(data):
-    rng = np.random.default_rng(1)
+def _lp_strictly_feasible(X, sigma):
+    """A second algorithm for the +-1 patterns: the LP max t s.t. sigma_i w.x_i >= t, -1 <= w_k <= 1."""
+    d = X.shape[1]
+    res = linprog(np.r_[np.zeros(d), -1.0], A_ub=np.c_[-(sigma[:, None] * X), np.ones(len(X))],
+                  b_ub=np.zeros(len(X)), bounds=[(-1, 1)] * d + [(None, None)], method="highs")
+    return -res.fun > 1e-9
+
+
+def _slsqp_slack(X, sigma):
+    """A third: SLSQP on max t s.t. sigma_i w.x_i / ||x_i|| >= t, ||w|| <= 1, from several starts."""
+    Xn = sigma[:, None] * X / np.linalg.norm(X, axis=1, keepdims=True)
+    best = -np.inf
+    for start in np.random.default_rng(0).standard_normal((5, X.shape[1])):
+        v0 = np.r_[start / np.linalg.norm(start), 0.0]
+        res = minimize(lambda v: -v[-1], v0, jac=lambda v: np.r_[np.zeros(len(v) - 1), -1.0], method="SLSQP",
+                       constraints=[{"type": "ineq", "fun": lambda v: Xn @ v[:-1] - v[-1]},
+                                    {"type": "ineq", "fun": lambda v: 1 - v[:-1] @ v[:-1]}],
+                       options=dict(ftol=1e-14, maxiter=500))
+        best = max(best, -res.fun)
+    return best
+
+
+def test_sector_is_feasible_matches_sampling_in_2d():
+    """Full-dimensional sectors in R^2 against sampling: a sector that sampled directions reach has a
+    slack at least their best one (and within 1e-3 of it); a sector none reaches has slack 0."""
     X2 = np.array([[1.0, 0], [0, 1], [1, 1], [-1, 2]])
-    for sigma in ([1, -1, 0, -1], [1, 1, 0, 1], [1, 1, 1, 1], [1, -1, 1, -1], [-1, 1, 1, 1], [0, 1, 1, 1],
-                  [1, 1, 1, -1], [-1, -1, -1, 1]):
-        assert mm.sector_is_feasible(X2, np.array(sigma)) == _brute_force_feasible_2d(X2, np.array(sigma)), sigma
-    # for +-1 patterns, a second algorithm: S_sigma is non-empty iff max_margin(sigma x) exists (Lawson-Hanson)
+    seen = {True: 0, False: 0}
+    for sigma in itertools.product((-1, 1), repeat=4):
+        sigma = np.array(sigma)
+        ok, slack = mm.sector_is_feasible(X2, sigma, return_slack=True)
+        hits, best = _sampled_slack(X2, sigma)
+        assert ok == (hits > 0) == (slack > 0) == _lp_strictly_feasible(X2, sigma), sigma
+        assert best - 1e-12 <= slack <= best + 1e-3, (sigma, slack, best)
+        seen[ok] += 1
+    assert seen[True] == 8 and seen[False] == 8   # 4 lines through 0 cut the plane into 8 sectors
+
+
+def test_sector_is_feasible_is_full_dimensional_only():
+    """A zero entry on a non-zero x_i is a hyperplane: non-empty (w = (0, 1) lies in it) but of measure
+    zero, so not full-dimensional (the old equality test counted it); sampling never lands there."""
+    X2 = np.array([[1.0, 0], [0, 1], [1, 1], [-1, 2]])
+    for sigma in ([0, 1, 1, 1], [1, -1, 0, -1], [0, 0, 0, 0]):
+        assert mm.sector_is_feasible(X2, np.array(sigma), return_slack=True) == (False, 0.0)
+        assert _sampled_slack(X2, np.array(sigma))[0] == 0
+    assert (np.array([0, 1, 1, 1]) == np.sign(np.array([0.0, 1]) @ X2.T)).all()   # that hyperplane is not empty
+    # a zero row: sign(w.0) = 0 always, so sigma 0 there leaves the rest free and sigma != 0 empties the sector
+    Xz = np.vstack([X2, np.zeros(2)])
+    assert mm.sector_is_feasible(Xz, np.array([1, 1, 1, 1, 0]), return_slack=True) == \
+        mm.sector_is_feasible(X2, np.array([1, 1, 1, 1]), return_slack=True)
+    assert mm.sector_is_feasible(Xz, np.array([1, 1, 1, 1, 1]), return_slack=True) == (False, 0.0)
+    assert mm.sector_is_feasible(np.zeros((2, 3)), np.array([0, 0]), return_slack=True) == (True, 1.0)
+    assert mm.sector_is_feasible(X2, [1, 1, 1, 1]) is True
+
+
+def test_sector_slack_matches_slsqp_and_lp(data):
+    """In R^20 (where sampling cannot reach thin sectors) the slack equals an independent SLSQP optimum,
+    and the boolean an LP's. The patterns: the labels of orthogonally separable data (a wide sector),
+    of the same data with noise (not orthogonally separable), random signs (mostly empty), and the
+    pattern of a random direction (non-empty by construction)."""
+    rng = np.random.default_rng(1)
     X, y = data
-    Xs = X[:60] + 0.6 * rng.standard_normal((60, 20))   # not orthogonally separable any more
-    for sigma in (np.sign(y[:60]), -np.sign(y[:60]), rng.choice([-1.0, 1.0], 60), np.sign(Xs[:, 0])):
-        try:
-            mm.max_margin(sigma[:, None] * Xs)
-            exists = True
-        except ValueError:
-            exists = False
-        assert mm.sector_is_feasible(Xs, sigma) == exists
-    assert mm.sector_is_feasible(X, y) and mm.sector_is_feasible(X, -y)
+    Xs = X[:60] + 0.6 * rng.standard_normal((60, 20))
+    cases = [(X[:80], np.sign(y[:80])), (X[:80], -np.sign(y[:80])), (Xs, np.sign(y[:60])), (Xs, -np.sign(y[:60])),
+             (Xs, rng.choice([-1.0, 1.0], 60)), (Xs, np.sign(Xs @ rng.standard_normal(20)))]
+    outcomes = []
+    for Xc, sigma in cases:
+        ok, slack = mm.sector_is_feasible(Xc, sigma, return_slack=True)
+        assert ok == _lp_strictly_feasible(Xc, sigma) == (slack > 0)
+        assert slack == pytest.approx(max(_slsqp_slack(Xc, sigma), 0.0), abs=1e-6)
+        outcomes.append(ok)
+    assert outcomes[:2] == [True, True] and outcomes[-1] and not outcomes[4]
     with pytest.raises(ValueError):
-        mm.sector_is_feasible(X2, np.array([1, 2, 0, 1]))
+        mm.sector_is_feasible(X[:4], np.array([1, 2, 0, 1]))
     with pytest.raises(ValueError):
-        mm.sector_is_feasible(X2, np.array([1, 0, 1]))
+        mm.sector_is_feasible(X[:4], np.array([1, 0, 1]))
+    with pytest.raises(ValueError, match=r"^return_slack must be"):
+        mm.sector_is_feasible(X[:4], np.ones(4), return_slack="yes")
 
 
 def test_G_value():
@@ -888,3 +959,19 @@ def test_smallest_data_and_images_and_the_z_filter():
     # a = 0 counts with the negative neurons in "respective" mode (a > 0 selects w_+)
     cos = mm.neuron_alignment([[1.0, 0.0]], [0.0], [1.0, 0.0], [0.0, 1.0])
     assert cos.tolist() == [0.0]
+
+
+def test_sampler_without_the_z_filter():
+    """z_filter=False keeps every point x = s|g| of the same random stream: orthogonally separable, but
+    about half the points have x.z < 0; with the filter none has, and the default is the filter."""
+    z = np.where(np.arange(20) % 2 == 0, 1.0, -1.0)
+    X, y = mm.orthogonally_separable_gaussian(400, 20, seed=3, z_filter=False)
+    assert X.shape == (400, 20) and mm.is_orthogonally_separable(X, y)
+    assert 0.35 < np.mean(X @ z < 0) < 0.65 and ((X > 0) == (y[:, None] > 0)).all()
+    # the same stream: the first kept point of the filtered data is the first point with x.z >= 0
+    Xf, yf = mm.orthogonally_separable_gaussian(400, 20, seed=3)
+    first = np.flatnonzero(X @ z >= 0)[0]
+    assert np.array_equal(Xf[0], X[first]) and yf[0] == y[first] and (Xf @ z >= 0).all()
+    assert np.array_equal(Xf, mm.orthogonally_separable_gaussian(400, 20, seed=3, z_filter=True)[0])
+    with pytest.raises(ValueError, match=r"^z_filter must be"):
+        mm.orthogonally_separable_gaussian(10, 3, z_filter="no")
