@@ -432,6 +432,7 @@ def _specs():
         ("distill", "newton_in_span", lambda: dict(X=(Xd(), A), y=(yd(), A), iters=(5, C))),
         ("distill", "train_hard_label_student", lambda: dict(X=(Xd(), A), w_teacher=(wd(), A), steps=(5, C), lr=(0.1, RA))),
         ("distill", "hard_margin_svm", lambda: dict(X=(Xd()[:3], A), w_teacher=(wd(), A))),
+        ("distill", "mc_risk_pvalues", lambda: dict(exact=(np.array([0.1, 0.25]), A), mc=(np.array([0.2, 0.3]), A), n_test=(10, C))),
         ("distill", "w_delta", lambda: dict(X=(Xd()[:2], A), w_hat=(wd(), A), delta=(3.0, RE), g=(np.array([0.0, 0.0, 1.0, 0.0]), A))),
         ("distill", "poly_angle_quantile", lambda: dict(kappa=(1.0, RA))),
         ("distill", "margin_angle_quantile", lambda: dict(beta0=(0.5, RA))),
