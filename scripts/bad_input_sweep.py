@@ -631,6 +631,7 @@ def _specs():
         ("mae", "kl_std_normal", lambda: dict(mu=(Xt(), "elementwise"), logvar=(torch.zeros(2), "array_nd"))),
         ("mae", "bivariate_gaussian_mi", lambda: dict(rho=(0.5, "corr"))),
         ("mae", "infomax_bound_bivariate", lambda: dict(rho=(0.5, "corr"), a=(0.5, RE), s2=(1.0, RA))),
+        ("mae", "infomax_bound_bivariate_mc", lambda: dict(rho=(0.5, "corr"), a=(0.5, RE), s2=(0.75, RA), n_samples=(10, C), seed=(0, SE))),
         ("mae", "z_grid", lambda: dict(G=(51, C), lim=(7.0, RA))),
         ("mae", "NormalMAE", lambda: dict(seeds=([0], "list"), hidden=(4, C))),
         ("mae", "FiniteMAE", lambda: dict(seeds=([0], "list"), q_x=(torch.full((4,), 0.25), A), hidden=(4, C), k=(1, C))),
