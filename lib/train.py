@@ -48,13 +48,26 @@ class History:
         return float(last) if last.ndim == 0 else last
 
 
+def _unit_axis_variants(shape) -> set:
+    """``shape`` itself, with a trailing axis of length 1 added, and without one if it ends in 1:
+    one output per point may come as (..., n, 1) or (..., n)."""
+    shape = tuple(shape)
+    return {shape, shape + (1,)} | ({shape[:-1]} if shape and shape[-1] == 1 else set())
+
+
 def _targets_like(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """``y`` shaped like ``out`` (n_models, n, ...): per-model targets, or shared ones broadcast."""
-    if y.numel() == out.numel():
+    """``y`` shaped like ``out`` (n_models, n, ...): per-model targets, or shared ones broadcast.
+
+    ``y``'s shape must be ``out``'s or one model's ``out.shape[1:]``, up to a trailing axis of length
+    1 on either side (targets ``(n,)`` for outputs ``(n_models, n, 1)``, also when n = 1); the same
+    number of entries in another arrangement (``(n, 2)`` for ``(n_models, 2, n)``) is refused, not
+    reshaped."""
+    got = tuple(y.shape)
+    if got in _unit_axis_variants(out.shape):
         return y.reshape(out.shape)
-    if y.numel() * out.shape[0] == out.numel():
+    if got in _unit_axis_variants(out.shape[1:]):
         return y.reshape(out.shape[1:]).expand_as(out)
-    raise ValueError(f"targets of shape {tuple(y.shape)} match neither the outputs {tuple(out.shape)} "
+    raise ValueError(f"targets of shape {got} match neither the outputs {tuple(out.shape)} "
                      f"nor one model's outputs {tuple(out.shape[1:])}")
 
 
