@@ -17,15 +17,16 @@ from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
-from scipy import optimize, special
+from scipy import optimize, special, stats
 
+from lib import maxmargin
 from lib import validate as V
 from lib.scale import ChapterScales
 
 __all__ = [
     "span_projection", "soft_labels", "hard_labels", "ce_loss", "ce_grad", "default_lr",
     "gd_linear", "train_linear_student", "newton_in_span", "train_hard_label_student",
-    "hard_margin_svm", "balanced_rank1_init", "end_to_end", "balancedness_defect",
+    "hard_margin_svm", "mc_risk_pvalues", "balanced_rank1_init", "end_to_end", "balancedness_defect",
     "predicted_orthogonal_residual", "d40_bound", "init_norm_threshold", "poly_angle_quantile",
     "margin_angle_quantile", "reverse_cdf", "sample_angle_task", "unsigned_angle", "signed_angle",
     "transfer_risk_exact", "transfer_risk_mc", "risk_bound_519", "lemma_d3_angle", "thmD4_bound",
@@ -52,10 +53,10 @@ class DistillConfig:
     deep_width: int = 10
     deep_depths: tuple = (2, 3)
     deep_r0: tuple = (1e-1, 1e-2, 1e-3)
-    deep_steps: int = 5000
+    deep_steps: int = 6000
     deep_ge_d: int = 20               # Thm 5.2 (5.14): deep students with n >= d (isotropic data)
     deep_ge_n: int = 60
-    deep_lr_factor: float = 0.5
+    deep_lr_factor: float = 0.25      # (D.32) holds to ~1% at this step, to ~2% at twice it (GD, not flow)
     rn_d: int = 100                   # risk vs n (Thm 5.3, Cor. 5.2)
     rn_kappas: tuple = (0.5, 1.0, 2.0)
     rn_ns: tuple = (1, 2, 5, 10, 20, 50, 99, 100, 150)
@@ -67,23 +68,24 @@ class DistillConfig:
     margin_betas_deg: tuple = (40, 60, 80)   # Cor. 5.1
     margin_ns: tuple = (1, 2, 3, 5, 8)
     margin_sets: int = 300
+    ks_points: int = 100_000          # Fig. 5.1: sampled angles per task for the sampler's KS control
     path_d: int = 50                  # Lemma 5.1 along random sequences
     path_seqs: int = 60               # (60: the max-margin increase fraction has room against the seed spread)
-    geo_d: int = 1000                 # Fig. 5.3
-    geo_n: int = 20
+    geo_d: int = 1000                 # Fig. 5.3: d = 1000 (thesis §5.4.1)
+    geo_n: int = 20                   # n = 20 (thesis §5.4.1)
     geo_kappas: tuple = (0.25, 0.5, 0.75, 1.0, 1.25, 1.5, 2.0)
     geo_sets: int = 100
     mc_sets: int = 5                  # Monte-Carlo cross-check of the exact risk
     mc_test: int = 10000
     bias_source: str = "digits"       # Fig. 5.4: "digits" (offline) or "mnist" (paper, online)
-    bias_n: int = 10
-    bias_deltas: tuple = tuple(range(0, 100, 10))
+    bias_n: int = 10                  # thesis §5.4.2: n = 100 on MNIST (the paper scale); digits need n < rank 51
+    bias_deltas: tuple = tuple(range(0, 100, 10))   # delta in {0, 10, ..., 90} (thesis §5.4.2)
     bias_draws: int = 50
-    mono_d: int = 100                 # Fig. 5.5
+    mono_d: int = 100                 # Fig. 5.5: kappa = 1, d = 100, n = 5 (thesis §5.4.3)
     mono_n: int = 5
     mono_kappa: float = 1.0
-    mono_sets: int = 300
-    mono_deltas: tuple = (1 / 16, 1 / 8, 1 / 4, 1 / 2, 1.0)
+    mono_sets: int = 300              # thesis §5.4.3: 1000 transfer sets (the full and paper scales)
+    mono_deltas: tuple = (1 / 16, 1 / 8, 1 / 4, 1 / 2, 1.0)   # Fig. 5.5's caption (thesis)
     mono_hard_steps: int = 500
     tie_tol: float = 1e-7
     dim_ds: tuple = (6, 10, 30, 100, 300, 1000)   # beyond: risk vs dimension (d > dim_n)
@@ -471,26 +473,45 @@ def train_hard_label_student(X, w_teacher, steps: int, lr=None) -> np.ndarray:
     return gd_linear(X, hard_labels(X, w_teacher), steps, default_lr(X) if lr is None else lr)
 
 
-def hard_margin_svm(X, w_teacher) -> np.ndarray:
-    """Homogeneous hard-margin SVM on the teacher's hard labels: ``min ||w|| s.t. s_i w.x_i >= 1``.
+SVM_RTOL = 1e-9  # relative tolerance of hard_margin_svm's optimality certificate (KKT, duality gap)
 
-    Solves the bound-constrained dual exactly with NNLS (``min ||Z^T a - b||, a >= 0`` with
-    ``Z b = 1``, ``Z`` the rows ``s_i x_i``), which needs ``n <= d`` and linearly independent points
-    — the regime n < d of Thm 5.3. The limit direction of hard-label GD (Soudry et al. 2018). *Batched.*
+
+def hard_margin_svm(X, w_teacher) -> np.ndarray:
+    """Homogeneous hard-margin SVM on the teacher's hard labels: ``min ||w|| s.t. s_i w.x_i >= 1`` with
+    ``s_i = sign(w_teacher . x_i)`` (+1 on the boundary). The limit direction of hard-label GD (Soudry et
+    al. 2018), for any ``n`` (the data are separable by the teacher). *Batched.*
+
+    The problem is chapter 02's max-margin vector of the rows ``z_i = s_i x_i``, solved once in the book by
+    :func:`lib.maxmargin.max_margin` (one NNLS, Lawson and Hanson's least-distance program). Two things are
+    added here, because that solver decides infeasibility and accuracy with absolute thresholds (1e-10),
+    which a small margin (``||w||`` of 10^5, seen at ``n >= d`` on the angle tasks) would trip:
+
+    * the rows are rescaled by ``||w_teacher|| / min_i z_i.w_teacher`` before solving (the teacher is
+      feasible, so the scaled solution has norm <= 1 and the solver works at unit scale; by homogeneity
+      ``w = s w'``), or by the largest row norm when a point lies on the teacher's boundary;
+    * the answer is accepted only with a *relative* optimality certificate: every margin
+      ``s_i w.x_i >= 1 - SVM_RTOL`` and the duality gap ``|sum(alpha) - ||w||^2| <= SVM_RTOL ||w||^2``
+      (``w = Z^T alpha``, ``alpha >= 0``: complementary slackness), else a ``ValueError``.
     """
     X, w_teacher = _data_and_weight(X, w_teacher, "w_teacher")
     if X.ndim == 3:
         return np.stack([hard_margin_svm(Xt, w_teacher if w_teacher.ndim == 1 else w_teacher[t])
                          for t, Xt in enumerate(X)])
-    n, d = X.shape
-    if n > d:
-        raise ValueError(f"hard_margin_svm needs n <= d (got n={n}, d={d}); use train_hard_label_student")
+    if not np.any(w_teacher):
+        raise ValueError("w_teacher must be nonzero (it labels the points)")
     Z = X * np.where(X @ w_teacher >= 0, 1.0, -1.0)[:, None]
-    b, _, rank, _ = np.linalg.lstsq(Z, np.ones(n), rcond=None)
-    if rank < n:
-        raise ValueError("hard_margin_svm needs linearly independent points")
-    alpha, _ = optimize.nnls(Z.T, b, maxiter=50 * n)
-    return Z.T @ alpha
+    gamma = float(np.min(Z @ w_teacher)) / np.linalg.norm(w_teacher)   # the teacher's own margin
+    norms = np.linalg.norm(Z, axis=1)
+    scale = 1.0 / gamma if gamma > 1e-12 * norms.max() else 1.0 / norms.max()
+    try:
+        w, alpha = maxmargin.max_margin(Z * scale, return_alpha=True)
+    except ValueError as err:
+        raise ValueError(f"hard_margin_svm: no w separates the points with a margin ({err})") from None
+    sq = float(w @ w)
+    if (Z @ w).min() * scale < 1 - SVM_RTOL or abs(alpha.sum() - sq) > SVM_RTOL * sq:
+        raise ValueError(f"hard_margin_svm: the max-margin solution failed its relative optimality test "
+                         f"(smallest margin {(Z @ w).min() * scale:.3g}, duality gap {abs(alpha.sum() - sq) / sq:.2g})")
+    return w * scale
 
 
 def w_delta(X, w_hat, delta: float, g) -> np.ndarray:
@@ -636,6 +657,31 @@ def transfer_risk_mc(w, w_teacher, X_test) -> np.ndarray:
     risk = np.mean((X_test @ w.T >= 0) != teacher[:, None], axis=0) if w.ndim == 2 else \
         np.mean((X_test @ w >= 0) != teacher)
     return float(risk) if w.ndim == 1 else risk
+
+
+def mc_risk_pvalues(exact, mc, n_test: int) -> np.ndarray:
+    """Two-sided exact binomial p-values of Monte-Carlo risks ``mc`` (error fractions on ``n_test`` fresh
+    test points each) against the exact risks ``exact`` they estimate (Fig. 5.3's cross-check).
+
+    If ``exact`` is right, ``n_test * mc`` is Binomial(``n_test``, ``exact``); the p-value is
+    ``min(1, 2 min(P[K <= k], P[K >= k]))``. The smallest of ``T`` such p-values is below ``alpha / T``
+    with probability at most ``alpha``, whatever the dependence between them (Bonferroni): the chapter's
+    threshold for the largest deviation. Exact binomial tails, not normal ones: at ``kappa = 1`` an
+    estimate rests on a handful of errors.
+    """
+    exact = V.array(exact, "exact", ndim=(0, 1))
+    mc = V.array(mc, "mc", ndim=(0, 1))
+    n_test = V.positive_int(n_test, "n_test")
+    if exact.shape != mc.shape:
+        raise ValueError(f"exact and mc must have the same shape, got {exact.shape} and {mc.shape}")
+    for name, v in (("exact", exact), ("mc", mc)):
+        if np.any(v < 0) or np.any(v > 1):
+            raise ValueError(f"{name} must hold risks in [0, 1], got {v}")
+    k = np.rint(mc * n_test)
+    if np.any(np.abs(k - mc * n_test) > 1e-6 * n_test):
+        raise ValueError(f"mc must be error counts divided by n_test={n_test}, got {mc}")
+    lower, upper = stats.binom.cdf(k, n_test, exact), stats.binom.sf(k - 1, n_test, exact)
+    return np.minimum(1.0, 2 * np.minimum(lower, upper))
 
 
 # ----------------------------------------------------------------------------- bounds

@@ -249,8 +249,65 @@ def test_hard_label_learners():
     x1 = X[:1]                                                         # n = 1: every learner points along +-x_1
     for v in (D.hard_margin_svm(x1, w_star), D.train_hard_label_student(x1, w_star, 10), D.span_projection(x1, w_star)):
         assert D.unsigned_angle(v, x1[0]) < 1e-12 and v @ w_star > 0
-    with pytest.raises(ValueError, match="n <= d"):
-        D.hard_margin_svm(rng.standard_normal((5, 3)), np.ones(3))
+    X3 = rng.standard_normal((9, 3))                                    # n > d: still the max-margin vector
+    w3 = np.array([1.0, -0.5, 0.2])
+    s3 = np.where(X3 @ w3 >= 0, 1.0, -1.0)
+    v3 = D.hard_margin_svm(X3, w3)
+    ref3 = minimize(lambda v: v @ v, v3 * 1.1, constraints=[{"type": "ineq", "fun": lambda v: s3 * (X3 @ v) - 1}],
+                    method="SLSQP", options=dict(ftol=1e-14, maxiter=500)).x
+    np.testing.assert_allclose(v3, ref3, atol=1e-5)
+    assert np.isclose((s3 * (X3 @ v3)).min(), 1.0, atol=1e-9)
+
+
+def test_hard_margin_svm_is_maxmargin_on_signed_points_and_scale_free():
+    # one home: the same vector as chapter 02's max_margin of the rows s_i x_i
+    from lib.maxmargin import max_margin
+    rng = np.random.default_rng(21)
+    X, w = rng.standard_normal((12, 8)), rng.standard_normal(8)
+    Z = X * np.where(X @ w >= 0, 1.0, -1.0)[:, None]
+    np.testing.assert_allclose(D.hard_margin_svm(X, w), max_margin(Z), rtol=1e-9, atol=1e-12)
+    # homogeneity: points 1e-6 as large need a vector 1e6 as long; max_margin's absolute test refuses the
+    # unscaled problem (||w|| ~ 1e6), the rescaled one in hard_margin_svm does not
+    with pytest.raises(ValueError, match="infeasible"):
+        max_margin(Z * 1e-6)
+    np.testing.assert_allclose(D.hard_margin_svm(X * 1e-6, w), 1e6 * D.hard_margin_svm(X, w), rtol=1e-8)
+    np.testing.assert_allclose(D.hard_margin_svm(X * 1e3, 5 * w), 1e-3 * D.hard_margin_svm(X, w), rtol=1e-8)
+
+
+def test_hard_margin_svm_refuses_an_answer_without_its_optimality_certificate(monkeypatch):
+    import lib.maxmargin as MM
+    X, w = np.array([[2.0, 0.0, 0.0], [0.0, -1.0, 0.0], [0.0, 0.0, 0.5]]), np.ones(3)
+    good = MM.max_margin
+    for bad in (lambda Z, return_alpha: (1.2 * good(Z, return_alpha=True)[0], good(Z, return_alpha=True)[1]),  # gap
+                lambda Z, return_alpha: (0.9 * good(Z, return_alpha=True)[0], good(Z, return_alpha=True)[1]),  # infeasible
+                lambda Z, return_alpha: (good(Z, return_alpha=True)[0], 1.01 * good(Z, return_alpha=True)[1])):
+        monkeypatch.setattr(MM, "max_margin", bad)
+        with pytest.raises(ValueError, match="failed its relative optimality test"):
+            D.hard_margin_svm(X, w)
+    monkeypatch.setattr(MM, "max_margin", good)
+    np.testing.assert_allclose(D.hard_margin_svm(X, w), [0.5, 1.0, 2.0], atol=1e-12)
+
+
+def test_mc_risk_pvalues_against_binomial_sums():
+    from math import comb
+    def two_sided(k, n, p):
+        pmf = [comb(n, j) * p ** j * (1 - p) ** (n - j) for j in range(n + 1)]
+        return min(1.0, 2 * min(sum(pmf[:k + 1]), sum(pmf[k:])))
+    n = 40
+    exact = np.array([0.1, 0.1, 0.5, 0.02, 0.3, 0.0, 1.0])
+    counts = np.array([0, 9, 20, 5, 12, 0, 40])
+    got = D.mc_risk_pvalues(exact, counts / n, n)
+    want = [two_sided(k, n, p) for k, p in zip(counts, exact)]
+    np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-300)
+    assert got[2] == 1.0 and got[5] == 1.0 and got[6] == 1.0
+    assert D.mc_risk_pvalues(0.25, 0.5, 4).shape == ()
+    # validity, by enumeration: under the exact risk, P[p-value <= alpha] <= alpha (what the Bonferroni check needs)
+    from scipy.stats import binom
+    for risk in (0.02, 0.1, 0.5):
+        pv = D.mc_risk_pvalues(np.full(n + 1, risk), np.arange(n + 1) / n, n)
+        for alpha in (1e-4, 1e-3, 0.01, 0.05, 0.3):
+            assert binom.pmf(np.arange(n + 1), n, risk)[pv <= alpha].sum() <= alpha
+    assert D.mc_risk_pvalues(0.0, 0.25, 4) == 0.0          # an error where none can happen
 
 
 def test_w_delta_and_monotonicity_counts():
@@ -515,9 +572,14 @@ def _bad_calls():
         (lambda: D.train_hard_label_student(X, np.ones(3), 5), r"^w_teacher has 3 entries but the points of X have d=4 \(X must be \(n, d\): rows are points\)$"),
         (lambda: D.train_hard_label_student(X, w, 0), r"^steps must be an int >= 1, got 0$"),
         (lambda: D.train_hard_label_student(X, w, 5, lr=-1.0), r"^lr must be positive and finite$"),
-        (lambda: D.hard_margin_svm(X, w), r"^hard_margin_svm needs n <= d \(got n=6, d=4\); use train_hard_label_student$"),
+        (lambda: D.hard_margin_svm(X, np.zeros(4)), r"^w_teacher must be nonzero \(it labels the points\)$"),
         (lambda: D.hard_margin_svm(X[:3], np.ones(3)), r"^w_teacher has 3 entries but the points of X have d=4 \(X must be \(n, d\): rows are points\)$"),
-        (lambda: D.hard_margin_svm(np.vstack([X[:2], X[:1]]), w), r"^hard_margin_svm needs linearly independent points$"),
+        (lambda: D.hard_margin_svm(np.vstack([X[:2], np.zeros((1, 4))]), w), r"^hard_margin_svm: no w separates the points with a margin \(infeasible"),
+        (lambda: D.mc_risk_pvalues(np.ones(2) / 2, np.ones(3) / 2, 10), r"^exact and mc must have the same shape, got \(2,\) and \(3,\)$"),
+        (lambda: D.mc_risk_pvalues(1.5, 0.5, 10), r"^exact must hold risks in \[0, 1\], got 1\.5$"),
+        (lambda: D.mc_risk_pvalues(0.5, -0.5, 10), r"^mc must hold risks in \[0, 1\], got -0\.5$"),
+        (lambda: D.mc_risk_pvalues(0.5, 0.55, 10), r"^mc must be error counts divided by n_test=10, got 0\.55$"),
+        (lambda: D.mc_risk_pvalues(0.5, 0.5, 0), r"^n_test must be an int >= 1, got 0$"),
         (lambda: D.w_delta(X[:2], np.ones(3), 1.0, w), r"^w_hat has 3 entries but the points of X have d=4 \(X must be \(n, d\): rows are points\)$"),
         (lambda: D.w_delta(X[:2], w, 1.0, np.ones(3)), r"^g has 3 entries but the points of X have d=4 \(X must be \(n, d\): rows are points\)$"),
         (lambda: D.w_delta(X[:2], w, 'a', w), r"^delta must be a real number, got str 'a'$"),

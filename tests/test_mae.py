@@ -40,6 +40,28 @@ def test_theorem_4_1_bivariate_gaussian():
         mae.infomax_bound_bivariate(0.5, np.nan, 1.0)
 
 
+def test_infomax_bound_bivariate_mc_against_the_closed_form():
+    """The Monte Carlo bound agrees with infomax_bound_bivariate within a few of its own standard errors;
+    at r = p(z|x) the terms are H(z) - 1/2 log(2 pi (1 - rho^2)) - chi2_1 / 2, whose sd is sqrt(1/2)."""
+    for j, (rho, a, s2) in enumerate(((0.3, 0.3, 0.91), (0.9, 0.9, 0.19), (0.6, 0.2, 0.5), (-0.5, 1.0, 2.0))):
+        est, se = mae.infomax_bound_bivariate_mc(rho, a, s2, 200_000, seed=j)
+        assert abs(est - mae.infomax_bound_bivariate(rho, a, s2)) < 4.5 * se
+        if s2 == pytest.approx(1 - rho ** 2):
+            assert se == pytest.approx(np.sqrt(0.5 / 200_000), rel=0.02)
+    # the sd of H + log r is that of -(z - a x)^2 / (2 s2): for a = 0, s2 = 1 it is the sd of z^2 / 2
+    assert mae.infomax_bound_bivariate_mc(0.5, 0.0, 1.0, 200_000, 1)[1] == pytest.approx(np.sqrt(0.5 / 200_000), rel=0.02)
+    assert mae.infomax_bound_bivariate_mc(0.5, 0.5, 0.75, 10, 3) == mae.infomax_bound_bivariate_mc(0.5, 0.5, 0.75, 10, 3)
+    assert mae.infomax_bound_bivariate_mc(0.5, 0.5, 0.75, 10, 3) != mae.infomax_bound_bivariate_mc(0.5, 0.5, 0.75, 10, 4)
+    # hand-worked with two draws: the estimate and standard error of the two terms
+    gen = torch.Generator().manual_seed(7)
+    z, e = torch.randn(2, generator=gen, dtype=torch.float64), torch.randn(2, generator=gen, dtype=torch.float64)
+    x = 0.6 * z + 0.8 * e
+    t = mae.gaussian_entropy(1) - 0.5 * np.log(2 * np.pi * 0.64) - (z - 0.6 * x) ** 2 / (2 * 0.64)
+    got = mae.infomax_bound_bivariate_mc(0.6, 0.6, 0.64, 2, 7)
+    assert got[0] == pytest.approx(float(t.mean()), abs=1e-12)
+    assert got[1] == pytest.approx(abs(float(t[0] - t[1])) / 2, abs=1e-12)
+
+
 def test_z_grid():
     z, log_w = mae.z_grid(101, 6.0)
     assert z.shape == log_w.shape == (101,)
@@ -326,6 +348,25 @@ def test_sequence_mae_paper_shapes_one_step():
     x = model.sample_x(torch.randn(5, cfg.imdb_latent), torch.Generator().manual_seed(0))
     assert x.shape == (5, tok.shape[1]) and not ((x == mae.PAD) | (x == mae.BOS))[:, 0].any()
     assert ((x == mae.EOS).sum(1) == 1).all()  # every sample ends exactly once
+
+
+def test_train_mae_clips_a_sequence_model_by_one_norm(monkeypatch):
+    """clip works for SequenceMAE (no model axis): one norm over its model parameters, capped at clip."""
+    model = mae.SequenceMAE(_synthetic_tokens(16, 7, 12), 12, latent_dim=2, emb=8, hidden=8, k=2)
+    norms, step = [], torch.optim.Adam.step
+
+    def spy(self):
+        if self.param_groups[0]["params"][0] is model.model_parameters()[0]:
+            norms.append(float(torch.sqrt(sum((p.grad ** 2).sum() for p in self.param_groups[0]["params"]
+                                              if p.grad is not None))))
+        return step(self)
+
+    monkeypatch.setattr(torch.optim.Adam, "step", spy)
+    mae.train_mae(model, [1.0], C=1.0, steps=3, lr=1e-3, batch=4, clip=1e-3)
+    assert len(norms) == 3 and max(norms) <= 1e-3 * (1 + 1e-5)
+    norms.clear()
+    mae.train_mae(model, [1.0], C=1.0, steps=3, lr=1e-3, batch=4)
+    assert min(norms) > 1e-3  # unclipped, the gradients are larger: the cap above did something
 
 
 def test_sequence_mae_small():
@@ -860,6 +901,12 @@ _MAE_BAD = [
     (lambda: mae.gaussian_logpdf(torch.zeros(()), torch.zeros(()), torch.tensor(np.nan)), r"^logvar must be"),
     (lambda: mae.kl_std_normal(torch.zeros(2), torch.zeros(3)), r"^mu, logvar must broadcast together, got shapes"),
     (lambda: mae.bivariate_gaussian_mi(1.0), r"^correlation rho must be finite with \|rho\| < 1, got 1.0$"),
+    (lambda: mae.infomax_bound_bivariate_mc([0.5, 0.2], 0.5, 0.75), r"^rho must be one correlation \(a number\), got an array of shape \(2,\)$"),
+    (lambda: mae.infomax_bound_bivariate_mc(1.0, 0.5, 0.75), r"^correlation rho must be finite with \|rho\| < 1, got 1.0$"),
+    (lambda: mae.infomax_bound_bivariate_mc(0.5, np.nan, 0.75), r"^a must be a finite number, got nan$"),
+    (lambda: mae.infomax_bound_bivariate_mc(0.5, 0.5, 0.0), r"^s2 must be a finite number > 0, got 0\.0$"),
+    (lambda: mae.infomax_bound_bivariate_mc(0.5, 0.5, 0.75, 1), r"^n_samples must be an int >= 2, got 1$"),
+    (lambda: mae.infomax_bound_bivariate_mc(0.5, 0.5, 0.75, 10, -1), r"^seed must be"),
     (lambda: mae.bivariate_gaussian_mi(-1.0), r"^correlation rho must be finite with \|rho\| < 1"),
     (lambda: mae.bivariate_gaussian_mi([]), r"^correlation rho must be finite with \|rho\| < 1, got \[\]$"),
     (lambda: mae.bivariate_gaussian_mi([0.2, np.inf]), r"^correlation rho must be finite"),
