@@ -54,8 +54,8 @@ class MultiExitConfig:
     milestones: tuple = (0.5, 0.75)    # LR / 10 at these fractions of training (150/225 of 300 epochs)
     mu: float = 0.5               # confidence threshold of Algorithm 6.1
     tau_mult: float = 1.05        # temperature multiplier tau_*
-    n_seeds: int = 10             # EW and D (quick: 10, so that the mean gains clear their checks robustly)
-    n_seeds_semi: int = 3         # DS
+    n_seeds: int = 30             # EW and D (quick: 30, so that the mean gains clear their checks with room)
+    n_seeds_semi: int = 8         # DS (its seeds are the first EW and D seeds: paired comparisons)
     const_taus: tuple = (1.0, 4.0)     # Fig. 6.7 ablation: constant temperatures
     n_seeds_ablation: int = 1     # seeds for the temperature ablation
     n_seeds_teacher: int = 1      # seeds for the teacher ablation (App. E.1: a difference near zero needs many)
@@ -67,7 +67,7 @@ class MultiExitConfig:
 CONFIGS = ChapterScales(
     "multi_exit",
     quick=MultiExitConfig(),
-    full=MultiExitConfig(n_seeds=10, n_seeds_semi=5, const_taus=(1.0, 2.0, 3.0, 4.0), n_seeds_ablation=5,
+    full=MultiExitConfig(n_seeds=30, n_seeds_semi=10, const_taus=(1.0, 2.0, 3.0, 4.0), n_seeds_ablation=5,
                          n_seeds_teacher=10, data_sizes=(15, 30, 50, 100), data_size_epochs=(100, 60, 40, 25)),
     paper=MultiExitConfig(data="cifar100", n_per_class=150, n_val_per_class=50, in_ch=3,
                           widths=(32, 64, 64, 128, 128, 256), strides=(1, 2, 1, 2, 1, 2), n_classes=100,
@@ -413,25 +413,9 @@ def cifar100_protocol(n_per_class: int, n_val_per_class: int, seed: int) -> dict
 # training (Algorithm 6.1)
 
 
-def train_multiexit(model: MultiExitCNN, X, y, distill, cfg: MultiExitConfig, *, const_tau=None,
-                    teachers: str = "last", X_unl=None, order_seeds=None, progress: bool = True, desc: str = ""):
-    """Train every model of ``model`` with SGD (Nesterov, step LR) on eq. (6.7) or (6.1)/(6.6).
-
-    ``X``: ``(n_models, n, C, H, W)``, ``y``: ``(n_models, n)``, each model's own training set.
-    ``distill``: bool per model (False = exit-wise baseline). ``const_tau``: per model ``None``
-    (annealing, Algorithm 6.1) or a constant temperature. ``X_unl``: per-model unlabelled images
-    ``(n_models, n_u, ...)``: if given, each batch adds as many unlabelled images (drawn with
-    replacement) as labelled ones, and the distillation term covers both with the weights of eq. (6.6),
-    which averages it over all N' = n + n_u points: the batch's labelled points share the weight n/N'
-    and its unlabelled points (n_u)/N', so that the batch loss estimates (6.6) without bias although
-    half of the batch is labelled. An epoch is one pass
-    over the labelled data. ``order_seeds`` (one int per model, default the model index) seeds each
-    model's batch order: models compared in pairs (EW vs D on the same seed) share it, so that their
-    difference is due to the objective alone. Returns the :class:`TemperatureAnnealer` (its log holds
-    Fig. 6.6's curves).
-    """
-    from tqdm.auto import tqdm
-
+def _training_arguments(model, X, y, distill, cfg, const_tau, teachers, X_unl, order_seeds):
+    """Check :func:`train_multiexit`'s arguments once; returns ``distill`` (one bool per model), the
+    per-model constant temperatures (``None``: annealing) and the per-model batch-order seeds."""
     V.instance(model, "model", MultiExitCNN)
     V.instance(cfg, "cfg", MultiExitConfig)
     V.tensor(X, "X", floating=True)
@@ -452,50 +436,96 @@ def train_multiexit(model: MultiExitCNN, X, y, distill, cfg: MultiExitConfig, *,
     const_tau = [None] * S if const_tau is None else list(const_tau)
     if len(const_tau) != S:
         raise ValueError(f"const_tau needs one entry per model ({S}), got {len(const_tau)}")
+    order_seeds = list(range(S)) if order_seeds is None else [int(s) for s in order_seeds]
+    if len(order_seeds) != S:
+        raise ValueError(f"order_seeds needs one entry per model ({S}), got {len(order_seeds)}")
+    return distill, const_tau, order_seeds
+
+
+def _optimiser(model: MultiExitCNN, cfg: MultiExitConfig, total: int):
+    """The optimiser of thesis §6.3.1: SGD with Nesterov momentum and weight decay, the learning rate
+    divided by 10 at the fractions ``cfg.milestones`` of the ``total`` training steps."""
+    opt = torch.optim.SGD(model.parameters(), lr=cfg.lr, momentum=cfg.momentum, nesterov=True,
+                          weight_decay=cfg.weight_decay)
+    sched = torch.optim.lr_scheduler.MultiStepLR(opt, [int(f * total) for f in cfg.milestones], 0.1)
+    return opt, sched
+
+
+def _add_unlabelled(xb, yb, X_unl, rows, gens, n: int, dev):
+    """Eq. (6.6) on a batch: append to every model's labelled batch as many of its unlabelled images
+    (drawn with replacement from its generator) with label -100, and the distillation weights that give
+    the batch's labelled points the total weight n/N' and its unlabelled points n_u/N' (N' = n + n_u)."""
+    S, b = yb.shape
+    u = torch.stack([torch.randint(X_unl.shape[1], (b,), generator=g) for g in gens]).to(dev)
+    xb = torch.cat([xb, X_unl[rows, u]], 1)
+    yb = torch.cat([yb, torch.full_like(yb, -100)], 1)
+    share_unl = X_unl.shape[1] / (n + X_unl.shape[1])  # eq. (6.6): (n_u)/N'
+    weights = torch.cat([torch.full((S, b), (1 - share_unl) / b, device=dev),
+                         torch.full((S, b), share_unl / b, device=dev)], 1)
+    return xb, yb, weights
+
+
+def _training_step(model, opt, sched, annealer, xb, yb, distill, teachers, weights, teacher_ids):
+    """One step of Algorithm 6.1 for every model: the loss of eq. (6.1)/(6.6)/(6.7) at the current
+    temperatures (summed over the models, whose parameters are disjoint), an SGD step, a step of the
+    learning-rate schedule and one annealing check on the teachers' logits. Returns the loss."""
+    logits = model(xb)
+    loss = multiexit_objective(logits, yb, distill.to(logits[0].dtype), annealer.tau, teachers, weights).sum()
+    opt.zero_grad(set_to_none=True)
+    loss.backward()
+    opt.step()
+    sched.step()
+    annealer.step([logits[t] for t in teacher_ids])
+    return loss
+
+
+def train_multiexit(model: MultiExitCNN, X, y, distill, cfg: MultiExitConfig, *, const_tau=None,
+                    teachers: str = "last", X_unl=None, order_seeds=None, progress: bool = True, desc: str = ""):
+    """Train every model of ``model`` with SGD (Nesterov, step LR) on eq. (6.7) or (6.1)/(6.6).
+
+    ``X``: ``(n_models, n, C, H, W)``, ``y``: ``(n_models, n)``, each model's own training set.
+    ``distill``: bool per model (False = exit-wise baseline). ``const_tau``: per model ``None``
+    (annealing, Algorithm 6.1) or a constant temperature. ``X_unl``: per-model unlabelled images
+    ``(n_models, n_u, ...)``: if given, each batch adds as many unlabelled images (drawn with
+    replacement) as labelled ones, and the distillation term covers both with the weights of eq. (6.6),
+    which averages it over all N' = n + n_u points: the batch's labelled points share the weight n/N'
+    and its unlabelled points (n_u)/N', so that the batch loss estimates (6.6) without bias although
+    half of the batch is labelled. An epoch is one pass
+    over the labelled data. ``order_seeds`` (one int per model, default the model index) seeds each
+    model's batch order: models compared in pairs (EW vs D on the same seed) share it, so that their
+    difference is due to the objective alone. Returns the :class:`TemperatureAnnealer` (its log holds
+    Fig. 6.6's curves). Chapter 5 trains every model of the chapter with it.
+    """
+    from tqdm.auto import tqdm
+
+    distill, const_tau, order_seeds = _training_arguments(model, X, y, distill, cfg, const_tau, teachers,
+                                                          X_unl, order_seeds)
+    S, n = model.n_models, X.shape[1]
     tau0 = [1.0 if t is None else float(t) for t in const_tau]
     annealer = TemperatureAnnealer(cfg.mu, cfg.tau_mult, tau0, S, active=[t is None for t in const_tau])
     steps_per_epoch = -(-n // cfg.batch_size)
     total = cfg.epochs * steps_per_epoch
-    opt = torch.optim.SGD(model.parameters(), lr=cfg.lr, momentum=cfg.momentum, nesterov=True,
-                          weight_decay=cfg.weight_decay)
-    sched = torch.optim.lr_scheduler.MultiStepLR(opt, [int(f * total) for f in cfg.milestones], 0.1)
-    order_seeds = list(range(S)) if order_seeds is None else [int(s) for s in order_seeds]
-    if len(order_seeds) != S:
-        raise ValueError(f"order_seeds needs one entry per model ({S}), got {len(order_seeds)}")
+    opt, sched = _optimiser(model, cfg, total)
     gens = [torch.Generator().manual_seed(s) for s in order_seeds]
-    rows = torch.arange(S)[:, None]
+    teacher_ids = sorted({t for T in _teacher_sets(model.n_exits, teachers) for t in T})
     # REPRO_DEVICE (lib.scale.on_device): the CPU at quick and full scale, CUDA at paper scale where there
     # is one; the model goes back to where it was after training, also when it fails
     with on_device(model) as dev:
         X, y = X.to(dev), y.to(dev)
         X_unl = None if X_unl is None else X_unl.to(dev)
-        rows = rows.to(dev)
+        rows = torch.arange(S)[:, None].to(dev)
         model.train()
         bar = tqdm(total=total, desc=desc or "training", disable=not progress, leave=False)
-        for _ in range(cfg.epochs):
+        for epoch in range(cfg.epochs):
             perm = torch.stack([torch.randperm(n, generator=g) for g in gens])
             for b in range(steps_per_epoch):
                 idx = perm[:, b * cfg.batch_size:(b + 1) * cfg.batch_size].to(dev)
-                xb, yb = X[rows, idx], y[rows, idx]
-                weights = None
+                xb, yb, weights = X[rows, idx], y[rows, idx], None
                 if X_unl is not None:
-                    u = torch.stack([torch.randint(X_unl.shape[1], idx.shape[1:], generator=g) for g in gens]).to(dev)
-                    xb = torch.cat([xb, X_unl[rows, u]], 1)
-                    yb = torch.cat([yb, torch.full_like(yb, -100)], 1)
-                    b, share_unl = idx.shape[1], X_unl.shape[1] / (n + X_unl.shape[1])  # eq. (6.6): (n_u)/N'
-                    weights = torch.cat([torch.full((S, b), (1 - share_unl) / b, device=dev),
-                                         torch.full((S, b), share_unl / b, device=dev)], 1)
-                logits = model(xb)
-                loss = multiexit_objective(logits, yb, distill.to(logits[0].dtype), annealer.tau, teachers,
-                                           weights).sum()
-                opt.zero_grad(set_to_none=True)
-                loss.backward()
-                opt.step()
-                sched.step()
-                teacher_ids = sorted({t for T in _teacher_sets(len(logits), teachers) for t in T})
-                annealer.step([logits[t] for t in teacher_ids])
+                    xb, yb, weights = _add_unlabelled(xb, yb, X_unl, rows, gens, n, dev)
+                loss = _training_step(model, opt, sched, annealer, xb, yb, distill, teachers, weights, teacher_ids)
                 bar.update()
-            V.finite_loss(loss.detach(), f"{_ + 1} (epoch)", cfg.lr)  # the epoch's last batch
+            V.finite_loss(loss.detach(), f"{epoch + 1} (epoch)", cfg.lr)  # the epoch's last batch
         bar.close()
     model.eval()
     return annealer
@@ -525,7 +555,13 @@ def _topk_correct(probs: np.ndarray, y: np.ndarray, topk: int) -> np.ndarray:
 
 
 def _check_probs(probs, y, topk):
+    """``probs`` ``(..., M, n, K)`` with every entry a probability in [0, 1] (softmax outputs: a negative
+    "probability" or one above 1 is a bug upstream, e.g. logits passed for probabilities), ``y`` integer
+    labels of length n, ``topk`` in 1..K. Rows need not sum to 1 exactly (only ranks and averages are used)."""
     probs = _as_array(probs, "probs", 3)
+    if (probs < 0).any() or (probs > 1).any():
+        raise V.ArgumentValueError(f"probs must be probabilities in [0, 1], got values from {probs.min():.4g} "
+                                   f"to {probs.max():.4g}")
     y = V.array(y, "y", dtype=None)
     if y.ndim != 1 or y.shape[0] != probs.shape[-2] or not np.issubdtype(y.dtype, np.integer):
         raise ValueError(f"y must be an integer vector of length {probs.shape[-2]}, got {y.dtype} {y.shape}")

@@ -75,6 +75,48 @@ def best_cell_entry(cell: dict) -> tuple | None:
     return min(cell["per_parent"], key=lambda e: (e[0], -e[1]))
 
 
+def loss_plateaus(curve, window: int, rel_tol: float, min_length: int, floor: float = 0.05) -> list[tuple]:
+    """The long flat stretches of one loss curve: the saddles that Fig. 3.10 (thesis §3.4.4) describes.
+
+    The thesis' width-3 sub-network "reduces to a saddle point where it stays for a long period, reduces
+    to a different saddle point where it stays for a long period, and then finally reduces to a local
+    minimum": two plateaus. Here epoch t is *flat* when the loss changes by less than the fraction
+    ``rel_tol`` of itself over the next ``window`` epochs, ``|L(t + window) - L(t)| < rel_tol L(t)``, and
+    ``L(t) > floor``. The relative test tells a saddle (the loss stays put at its level) from the slow
+    approach to zero after a net has solved its task (the loss keeps shrinking by a steady fraction), which
+    an absolute tolerance would count as a plateau. A plateau is a maximal run of flat epochs at least
+    ``min_length`` long; two consecutive plateaus whose levels (median loss) differ by less than
+    ``rel_tol`` times the larger are one plateau interrupted by a wobble and are merged. Returns
+    ``(first epoch, last epoch, level)`` per plateau, in order (the last epoch of a run is that of its
+    last flat epoch). Chapter 6's pruning section counts them on every successful width-3 sub-network.
+    """
+    loss = V.array(curve, "curve", ndim=1)
+    window = V.positive_int(window, "window")
+    rel_tol = V.positive(rel_tol, "rel_tol")
+    min_length = V.positive_int(min_length, "min_length")
+    floor = V.real(floor, "floor")
+    if len(loss) <= window:
+        raise ValueError(f"curve must be longer than window ({window} epochs), got {len(loss)} epochs")
+    flat = np.abs(loss[window:] - loss[:-window]) < rel_tol * np.abs(loss[:-window])
+    flat &= loss[:-window] > floor
+    runs, start = [], None
+    for t, f in enumerate(np.append(flat, False)):  # a final False closes an open run
+        if f and start is None:
+            start = t
+        elif not f and start is not None:
+            if t - start >= min_length:
+                runs.append([start, t - 1, float(np.median(loss[start:t]))])
+            start = None
+    merged = []
+    for run in runs:
+        if merged and abs(run[2] - merged[-1][2]) < rel_tol * max(abs(run[2]), abs(merged[-1][2])):
+            first = merged[-1][0]
+            merged[-1] = [first, run[1], float(np.median(loss[first:run[1] + 1]))]
+        else:
+            merged.append(run)
+    return [tuple(r) for r in merged]
+
+
 def wide_pruning_table(widths, ns, parents: int, epochs: int, finetune_epochs: int, seed_of,
                        alpha: float = 0.1, lr: float = 0.025, progress: bool = True) -> dict:
     """Table 3.4 analogue: :func:`wide_pruning_cell` for every (width, n) with n <= width + 1.

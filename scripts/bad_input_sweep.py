@@ -561,6 +561,8 @@ def _specs():
                                                 device=("cpu", "device"))),
         ("pruning", "architecture_size", lambda: dict(arch=((2, 3, 1), "list"))),
         ("pruning", "parity_bound_ok", lambda: dict(arch=((2, 3, 1), "list"))),
+        ("pruning", "loss_plateaus", lambda: dict(curve=(np.full(30, 0.5), A), window=(2, C), rel_tol=(0.02, RA),
+                                                   min_length=(3, C), floor=(0.05, RE))),
         ("pruning", "PrunableCNN", lambda: dict(in_channels=(1, C), image_size=(8, C), channels=(4, C), classes=(3, C), seed=(0, SE))),
         ("pruning", "as_images", lambda: dict(X=(torch.randn(3, 64, generator=g), A), image_size=(8, C))),
         ("pruning", "train_cnn", lambda: dict(model=(cnn(), "model"), X=(Ximg(), A), y=(y3(), "labels"), epochs=(1, C), batch_size=(4, C),

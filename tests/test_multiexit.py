@@ -1,5 +1,7 @@
 """Unit tests of lib.multiexit (Chapter 5: distillation-based training of multi-exit networks)."""
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 import torch
@@ -621,6 +623,14 @@ _ME_BAD = [
     (lambda: me.per_exit_accuracy(np.zeros((1, 2, 3)), np.array([0, 1]), topk=4), r"^topk must be an int in 1\.\.3, got 4$"),
     (lambda: me.per_exit_accuracy(np.zeros((1, 2, 3)), np.array([0, 1]), topk=1.0), r"^topk must be an int in 1\.\.3, got 1.0$"),
     (lambda: me.anytime_mode_accuracy(np.full((1, 2, 3), np.nan), np.array([0, 1])), r"^probs must be"),
+    (lambda: me.per_exit_accuracy(np.array([[[0.5, 0.7, -0.2]]]), np.array([1])),
+     r"^probs must be probabilities in \[0, 1\], got values from -0\.2 to 0\.7$"),
+    (lambda: me.anytime_mode_accuracy(np.array([[[-1e-3, 0.5, 0.501]]]), np.array([1])),
+     r"^probs must be probabilities in \[0, 1\], got values from -0\.001 to 0\.501$"),
+    (lambda: me.anytime_mode_accuracy(np.array([[[0.0, 1.5, 0.0]]]), np.array([1])),
+     r"^probs must be probabilities in \[0, 1\], got values from 0 to 1\.5$"),
+    (lambda: me.per_exit_accuracy(np.array([[[2.0, 3.0, -1.0]]]), np.array([1])),  # logits, not probabilities
+     r"^probs must be probabilities in \[0, 1\], got values from -1 to 3$"),
     (lambda: me.budget_mode_accuracy([1.0, 2.0], [1.0]), r"^val_acc and test_acc must have the same shape, got \(2,\) and \(1,\)$"),
     (lambda: me.budget_mode_accuracy("ab", [1.0]), r"^val_acc must be"),
     (lambda: me.budget_mode_accuracy([1.0], "ab"), r"^test_acc must be"),
@@ -793,3 +803,46 @@ def test_digits_protocol_boundaries():
     smallest = int(np.bincount(load_digits().target).min())
     d = me.digits_protocol(3, 1, seed=0, pool_per_class=smallest)  # the largest pool every class can fill
     assert d["unl"].shape[0] == 10 * (smallest - 3) and len(d["test"][1]) == len(load_digits().target) - 10 * smallest
+
+
+def test_accuracies_accept_the_ends_of_the_probability_range():
+    # 0 and 1 are probabilities (one-hot outputs), so the range check must not refuse them; a -0.0 neither
+    probs = np.array([[[1.0, 0.0, -0.0], [0.0, 1.0, 0.0]]])
+    y = np.array([0, 2])
+    assert me.per_exit_accuracy(probs, y).tolist() == [50.0]
+    assert me.anytime_mode_accuracy(probs, y).tolist() == [50.0]
+    with pytest.raises(ValueError, match="probabilities in"):
+        me.per_exit_accuracy(np.nextafter(probs, 2.0), y)  # every entry nudged up: 1.0 becomes just above 1
+    with pytest.raises(ValueError, match="probabilities in"):
+        me.anytime_mode_accuracy(np.where(probs == 0, -1e-12, probs), y)
+
+
+def test_unlabelled_batch_weights_follow_eq_6_6_for_each_model():
+    # _add_unlabelled: b labelled + b unlabelled points per model; the labelled points share n / N' and the
+    # unlabelled ones n_u / N' of the distillation weight (N' = n + n_u), computed here by hand.
+    S, b, n, n_u = 2, 3, 10, 30
+    X_unl = torch.arange(S * n_u, dtype=torch.float32).reshape(S, n_u, 1, 1, 1)
+    xb, yb = torch.zeros(S, b, 1, 1, 1), torch.tensor([[0, 1, 2], [2, 1, 0]])
+    gens = [torch.Generator().manual_seed(s) for s in (5, 6)]
+    expect_u = [torch.randint(n_u, (b,), generator=torch.Generator().manual_seed(s)) for s in (5, 6)]
+    x2, y2, w = me._add_unlabelled(xb, yb, X_unl, torch.arange(S)[:, None], gens, n, "cpu")
+    assert x2.shape == (S, 2 * b, 1, 1, 1) and torch.equal(x2[:, :b], xb)
+    for i in range(S):  # each model's unlabelled images are its own, drawn by its own generator
+        assert torch.equal(x2[i, b:, 0, 0, 0], X_unl[i, expect_u[i], 0, 0, 0])
+    assert torch.equal(y2, torch.tensor([[0, 1, 2, -100, -100, -100], [2, 1, 0, -100, -100, -100]]))
+    assert torch.allclose(w[:, :b].sum(1), torch.full((S,), n / (n + n_u)))
+    assert torch.allclose(w[:, b:].sum(1), torch.full((S,), n_u / (n + n_u)))
+    assert torch.allclose(w[:, :b], torch.full((S, b), 0.25 / 3)) and torch.allclose(w[:, b:], torch.full((S, b), 0.75 / 3))
+
+
+def test_optimiser_divides_the_rate_by_ten_at_the_milestones():
+    cfg = replace(me.CONFIGS.quick, lr=0.4, milestones=(0.5, 0.75), momentum=0.8, weight_decay=1e-3)
+    opt, sched = me._optimiser(_net(), cfg, total=8)
+    g = opt.param_groups[0]
+    assert (g["momentum"], g["nesterov"], g["weight_decay"]) == (0.8, True, 1e-3)
+    rates = []
+    for _ in range(8):
+        rates.append(opt.param_groups[0]["lr"])
+        opt.step()
+        sched.step()
+    assert rates == pytest.approx([0.4] * 4 + [0.04] * 2 + [0.004] * 2)

@@ -275,6 +275,13 @@ _P_BAD = [
     (lambda: P.channel_prune(_cnn(), _img, _lab, _img, _lab[:2]), r"^y_test must hold one label per image of X_test \(3\)"),
     (lambda: P.channel_prune(_cnn(), _img, _lab, _img, _lab, min_accuracy=1.5), r"^min_accuracy must be"),
     (lambda: P.channel_prune(_cnn(), _img, _lab, _img, _lab, seed=-1), r"^seed must be"),
+    (lambda: P.loss_plateaus(np.ones((2, 50)), 5, 0.01, 10), r"^curve must be an array with 1 dimension"),
+    (lambda: P.loss_plateaus(np.ones(50), 0, 0.01, 10), r"^window must be an int >= 1, got 0$"),
+    (lambda: P.loss_plateaus(np.ones(50), 5, 0.0, 10), r"^rel_tol must be"),
+    (lambda: P.loss_plateaus(np.ones(50), 5, 0.01, 0), r"^min_length must be an int >= 1, got 0$"),
+    (lambda: P.loss_plateaus(np.ones(50), 5, 0.01, 10, floor=np.nan), r"^floor must be"),
+    (lambda: P.loss_plateaus(np.ones(5), 5, 0.01, 1), r"^curve must be longer than window \(5 epochs\), got 5 epochs$"),
+    (lambda: P.loss_plateaus(np.array([1.0, np.nan] * 10), 2, 0.01, 1), r"^curve must be finite"),
 ]
 
 
@@ -866,3 +873,66 @@ def test_channel_prune_scores_on_a_subset_drawn_from_its_own_seed(monkeypatch):
         assert scored and all(s == scored[0] for s in scored)
         subsets.append(scored[0])
     assert subsets[0] == subsets[1] != subsets[2] and len(set(subsets[0])) == 5
+
+
+
+def _staircase(levels, lengths, ramp=20):
+    # a loss curve that sits at each level for the given number of epochs, with linear ramps between
+    parts = []
+    for i, (level, length) in enumerate(zip(levels, lengths)):
+        if i:
+            parts.append(np.linspace(levels[i - 1], level, ramp + 2)[1:-1])
+        parts.append(np.full(length, float(level)))
+    return np.concatenate(parts)
+
+
+def test_loss_plateaus_finds_the_steps_of_a_staircase():
+    # Fig. 3.10's story by hand: start high, two saddles, then the solution (loss 0.001, below the floor)
+    curve = _staircase([0.9, 0.6, 0.35, 0.001], [50, 300, 400, 250])
+    found = P.loss_plateaus(curve, window=10, rel_tol=0.02, min_length=100, floor=0.05)
+    assert [round(level, 6) for _, _, level in found] == [0.6, 0.35]
+    # the flat epochs of the 0.6 step: t with |L(t + 10) - L(t)| < 0.02 L(t) = 0.012, from its first epoch (70) to
+    # epoch 360, whose window reaches the first ramp value 0.6 - 0.25 / 21 (a change of 0.0119); the 0.35 step
+    # ends at 779, ten epochs before its steeper ramp (a first change of 0.349 / 21 > 0.007)
+    assert found[0][:2] == (70, 360) and found[1][:2] == (390, 779)
+    # the 50 epochs at 0.9 are too short a plateau for min_length 100, long enough for 40
+    assert len(P.loss_plateaus(curve, window=10, rel_tol=0.02, min_length=40, floor=0.05)) == 3
+    # a floor above 0.6 leaves nothing; one between the two saddles keeps the upper one only
+    assert P.loss_plateaus(curve, 10, 0.02, 100, floor=0.95) == []
+    assert [round(lv, 6) for _, _, lv in P.loss_plateaus(curve, 10, 0.02, 100, floor=0.5)] == [0.6]
+
+
+def test_loss_plateaus_ignores_the_approach_to_zero_and_merges_a_wobble():
+    # after solving, the loss shrinks by a steady fraction: 1% per epoch is 9.6% per window of 10, not flat at
+    # rel_tol 0.05, however small the absolute change; at rel_tol 0.1 it is
+    tail = 0.5 * 0.99 ** np.arange(1000)
+    assert P.loss_plateaus(tail, window=10, rel_tol=0.05, min_length=50, floor=0.0) == []
+    assert len(P.loss_plateaus(tail, window=10, rel_tol=0.1, min_length=50, floor=0.0)) == 1
+    # one saddle at 0.5 with a short blip in the middle is one plateau, spanning both halves
+    wobble = np.full(600, 0.5)
+    wobble[300:306] = 0.55
+    found = P.loss_plateaus(wobble, window=4, rel_tol=0.02, min_length=100)
+    assert len(found) == 1 and found[0][0] == 0 and found[0][1] == 595 and found[0][2] == 0.5
+    # two saddles farther apart than rel_tol stay two
+    two = np.concatenate([np.full(300, 0.5), np.full(300, 0.3)])
+    assert [lv for _, _, lv in P.loss_plateaus(two, 4, 0.02, 100)] == [0.5, 0.3]
+    # the default floor (0.05) drops a converged tail
+    assert P.loss_plateaus(np.full(300, 0.01), 4, 0.02, 100) == []
+    assert len(P.loss_plateaus(np.full(300, 0.01), 4, 0.02, 100, floor=0.0)) == 1
+
+
+def test_loss_plateaus_boundaries_are_strict():
+    # exact binary numbers, so that each comparison sits on its boundary
+    halving = 2.0 ** -np.arange(60.0)  # falls by exactly half of itself every epoch
+    assert P.loss_plateaus(halving, window=1, rel_tol=0.5, min_length=10, floor=0.0) == []  # 0.5 < 0.5: not flat
+    assert P.loss_plateaus(halving, window=1, rel_tol=0.75, min_length=10, floor=0.0) == [(0, 58, 2.0 ** -29)]  # the median of 59 values
+    at_floor = np.full(300, 0.25)
+    assert P.loss_plateaus(at_floor, 4, 0.01, 100, floor=0.25) == []  # flat, but not above the floor
+    assert len(P.loss_plateaus(at_floor, 4, 0.01, 100, floor=0.125)) == 1
+    # two saddles exactly rel_tol (of the larger) apart stay two: the merge needs a difference below it
+    two = np.concatenate([np.full(300, 0.5), np.full(300, 0.25)])
+    assert P.loss_plateaus(two, window=4, rel_tol=0.5, min_length=100) == [(0, 295, 0.5), (300, 595, 0.25)]
+    assert len(P.loss_plateaus(two, window=4, rel_tol=0.75, min_length=100)) == 1  # the step itself is flat here
+    # 100 epochs exactly make a plateau (min_length is inclusive)
+    assert len(P.loss_plateaus(np.full(104, 0.5), window=4, rel_tol=0.01, min_length=100)) == 1
+    assert P.loss_plateaus(np.full(104, 0.5), window=4, rel_tol=0.01, min_length=101) == []
