@@ -306,11 +306,11 @@ def time_ours_teacher_student(steps: int, students: int, seed: int = 0) -> float
 
 def run_teacher_student(steps: int = 2000, students: int = 32, repeats: int = 3) -> dict:
     """Chapter 09's speed table: per-step times of the public-style loop (one seed) as written (torch)
-    and re-typed in numpy, and of ours with 1 and ``students`` students (``steps // 4`` steps), each the
-    best of ``repeats`` rounds that run the four one after the other (1 thread); the speed-ups per
-    student-step against both baselines, ours' GFLOP/s (:func:`lib.teacher_student.two_layer_flops`) and
-    the load average during the measurement (the machine may be shared). Torch's and the BLAS thread
-    counts are set back to what they were before the call."""
+    and re-typed in numpy, and of ours with 1 and ``students`` students (``steps // 2`` steps; setting up
+    a run, e.g. the teacher's outputs on the training set, is timed too), each the best of ``repeats``
+    rounds that run the four one after the other (1 thread); the speed-ups per student-step against both
+    baselines, the GFLOP/s (:func:`lib.teacher_student.two_layer_flops`) and the load average during the
+    measurement (the machine may be shared). Torch's thread count is set back to what it was."""
     import os
 
     from threadpoolctl import threadpool_limits
@@ -322,14 +322,14 @@ def run_teacher_student(steps: int = 2000, students: int = 32, repeats: int = 3)
         torch.set_num_threads(1)
         with threadpool_limits(1):
             runs = [(time_public_style_loop(steps), time_public_style_loop_numpy(steps),
-                     time_ours_teacher_student(steps, 1), time_ours_teacher_student(steps // 4, students))
+                     time_ours_teacher_student(steps, 1), time_ours_teacher_student(steps // 2, students))
                     for _ in range(repeats)]
     finally:
         torch.set_num_threads(threads)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     public, public_np = min(r[0] for r in runs) / steps, min(r[1] for r in runs) / steps
     one = min(r[2] for r in runs) / steps
-    many = min(r[3] for r in runs) / (steps // 4) / students
+    many = min(r[3] for r in runs) / (steps // 2) / students
     flops = TS.two_layer_flops(TS_SIZES["d"], TS_SIZES["m"] * TS_SIZES["multi"], TS_SIZES["C"], TS_SIZES["batch"])
     return {"public_style_step_s": public, "public_style_numpy_step_s": public_np, "ours_one_step_s": one,
             "ours_batched_student_step_s": many, "students": students, "steps": steps, "repeats": repeats,
