@@ -9,7 +9,7 @@ Both are measured side by side in one process with 1 torch thread (see :func:`ru
    overall PASS, not a :class:`SpeedTarget`): :func:`lib.teacher_student.train_two_layer` against a plain
    loop written the way the public code (``luckmatters``, ``recon_two_layer.py``) works, one seed at a
    time with a hand-written float64 forward and backward, on its configuration (d = 100, m = 10, 5x,
-   50 outputs, batch 16); see :func:`run_teacher_student`.
+   50 outputs, batch 16), both as written (torch) and re-typed in numpy; see :func:`run_teacher_student`.
 3. Speed targets of the chapters' exact algorithms (:data:`SPEED_TARGETS`): each is timed
    best-of-``repeats`` and must stay under its target. The chapters print these times beside the
    target but do not assert them (a reader's slow laptop must not turn a chapter red); this is where
@@ -196,15 +196,17 @@ def main(argv=None) -> int:
           f"{r['loop_s']:.2f} s -> speed-up {r['speedup']:.1f}x (target >= 10x)")
     print(f"one net x {args.steps} steps: bare torch loop {r['bare_loop_s']:.3f} s, train_full_batch "
           f"{r['trainer_s']:.3f} s -> ratio {r['overhead_ratio']:.2f} (target <= 1.2)")
-    t = run_teacher_student()
-    print(f"teacher-student (ch. 09), d=100 m=10 5x C=50 batch 16, float64: public-style loop (one seed, "
-          f"hand-written forward/backward) {1e6 * t['public_style_step_s']:.0f} us/step "
-          f"({t['gflops_public_style']:.1f} GFLOP/s); ours, one student {1e6 * t['ours_one_step_s']:.0f} us/step "
-          f"-> {t['speedup_one']:.1f}x (target >= 1x); ours, {t['students']} students at once "
-          f"{1e6 * t['ours_batched_student_step_s']:.0f} us per student-step ({t['gflops_ours_batched']:.1f} GFLOP/s) "
-          f"-> {t['speedup_batched']:.1f}x (target >= 3x)")
+    t = run_teacher_student(repeats=5)
+    print(f"teacher-student (ch. 09), d=100 m=10 5x C=50 batch 16, float64, best of {t['repeats']}, load "
+          f"{t['load_average']:.1f}: public-style loop (one seed) as written (torch) "
+          f"{1e6 * t['public_style_step_s']:.0f} us/step, re-typed in numpy {1e6 * t['public_style_numpy_step_s']:.0f} "
+          f"us/step; ours, one student {1e6 * t['ours_one_step_s']:.0f} us/step -> {t['speedup_one']:.1f}x / "
+          f"{t['speedup_one_numpy']:.1f}x (target >= 1x); ours, {t['students']} students at once "
+          f"{1e6 * t['ours_batched_student_step_s']:.1f} us per student-step ({t['gflops_ours_batched']:.1f} GFLOP/s) "
+          f"-> {t['speedup_batched']:.1f}x / {t['speedup_batched_numpy']:.1f}x (target >= 3x against both)")
     ok = r["speedup"] >= 10 and r["overhead_ratio"] <= 1.2 and targets_ok \
-        and t["speedup_one"] >= 1 and t["speedup_batched"] >= 3
+        and min(t["speedup_one"], t["speedup_one_numpy"]) >= 1 \
+        and min(t["speedup_batched"], t["speedup_batched_numpy"]) >= 3
     print("PASS" if ok else "FAIL")
     return 0 if ok else 1
 
@@ -212,53 +214,85 @@ def main(argv=None) -> int:
 TS_SIZES = dict(d=100, m=10, multi=5, C=50, batch=16, N=10_000)
 
 
-def time_public_style_loop(steps: int, seed: int = 0) -> float:
-    """Seconds for ``steps`` SGD steps of one student, written the way the public code's
-    ``recon_two_layer.py`` trains (its loop, re-typed, not imported: it needs CUDA and hydra): weights
-    with a bias row, a column of ones concatenated to every batch, the teacher's forward recomputed each
-    step, boolean-mask gating, a hand-written float64 backward, ``random.choices`` minibatches."""
+def _public_style_setup(seed: int):
+    """The public code's shapes in its layout: teacher and student weights with a bias row (``(in + 1,
+    out)``), the teacher's first layer normalised, the student drawn at scale 0.005, training inputs
+    N(0, 1.5²), float64 numpy arrays (the torch loop converts them)."""
+    d, m, n, C, N = (TS_SIZES[k] for k in ("d", "m", "multi", "C", "N"))
+    rng = np.random.default_rng(seed)
+    W1_t = rng.standard_normal((d + 1, m))
+    W1_t[:-1] /= np.linalg.norm(W1_t[:-1], axis=0)
+    W2_t = rng.standard_normal((m + 1, C))
+    W1_s = 0.005 * rng.standard_normal((d + 1, n * m))
+    W2_s = 0.005 * rng.standard_normal((n * m + 1, C))
+    return W1_t, W2_t, W1_s, W2_s, 1.5 * rng.standard_normal((N, d))
+
+
+def public_style_loop(steps: int, seed: int = 0, backend: str = "torch") -> tuple[float, object, object]:
+    """``steps`` SGD steps of one student, written the way the public code's ``recon_two_layer.py`` trains
+    (its loop as written, re-typed, not imported: it needs CUDA and hydra): weights with a bias row, a
+    column of ones concatenated to every batch, the teacher's forward recomputed each step,
+    boolean-mask gating, a hand-written float64 backward, ``random.choices`` minibatches of 16 rows.
+    ``backend``: ``"torch"`` (the code as written: torch tensors) or ``"numpy"`` (the same statements in
+    numpy, without torch's per-call overhead on these small matrices). Returns the seconds of the loop
+    and the student's two weight matrices ``(d + 1, n)`` and ``(n + 1, C)`` as numpy arrays."""
     import random
 
-    d, m, n, C, B, N = (TS_SIZES[k] for k in ("d", "m", "multi", "C", "batch", "N"))
-    n *= m
-    g = torch.Generator().manual_seed(seed)
+    if backend not in ("torch", "numpy"):
+        raise ValueError(f"backend must be 'torch' or 'numpy', got {backend!r}")
+    B, N = TS_SIZES["batch"], TS_SIZES["N"]
+    arrays = _public_style_setup(seed)
+    if backend == "torch":
+        arrays = tuple(torch.from_numpy(a) for a in arrays)
+        ones, cat = (lambda k: torch.ones(k, 1, dtype=torch.float64)), (lambda p: torch.cat(p, dim=1))
+    else:
+        ones, cat = (lambda k: np.ones((k, 1))), (lambda p: np.concatenate(p, axis=1))
+    W1_t, W2_t, W1_s, W2_s, X_train = arrays
     random.seed(seed)
-    W1_t = torch.randn(d + 1, m, generator=g, dtype=torch.float64)
-    W1_t[:-1] /= W1_t[:-1].norm(dim=0)
-    W2_t = torch.randn(m + 1, C, generator=g, dtype=torch.float64)
-    W1_s = 0.005 * torch.randn(d + 1, n, generator=g, dtype=torch.float64)
-    W2_s = 0.005 * torch.randn(n + 1, C, generator=g, dtype=torch.float64)
-    X_train = 1.5 * torch.randn(N, d, generator=g, dtype=torch.float64)
     rows = list(range(N))
 
     def forward(X, W1, W2):
-        one = torch.ones(X.size(0), 1, dtype=X.dtype)
-        X = torch.cat([X, one], dim=1)
-        h1 = torch.cat([X @ W1, one], dim=1)
+        one = ones(X.shape[0])
+        X = cat([X, one])
+        h1 = cat([X @ W1, one])
         off = h1 < 0
         h1[off] = 0
         return X, h1, off, h1 @ W2
 
     start = time.perf_counter()
     for _ in range(steps):
-        X = X_train[random.choices(rows, k=B), :].clone()
+        X = X_train[random.choices(rows, k=B), :]
+        X = X.clone() if backend == "torch" else X.copy()
         _, _, _, out_t = forward(X, W1_t, W2_t)
         X_aug, h1_s, off_s, out_s = forward(X, W1_s, W2_s)
         g2 = out_t - out_s
-        dW2 = h1_s.t() @ g2
-        g1 = g2 @ W2_s.t()
+        dW2 = h1_s.T @ g2
+        g1 = g2 @ W2_s.T
         g1[off_s] = 0
-        dW1 = X_aug.t() @ g1[:, :-1]
+        dW1 = X_aug.T @ g1[:, :-1]
         dW1 /= B
         dW2 /= B
         W1_s += 0.01 * dW1
         W2_s += 0.01 * dW2
-    return time.perf_counter() - start
+    seconds = time.perf_counter() - start
+    return seconds, np.asarray(W1_s), np.asarray(W2_s)
+
+
+def time_public_style_loop(steps: int, seed: int = 0) -> float:
+    """Seconds for ``steps`` steps of :func:`public_style_loop` as the public code runs it (torch)."""
+    return public_style_loop(steps, seed, "torch")[0]
+
+
+def time_public_style_loop_numpy(steps: int, seed: int = 0) -> float:
+    """Seconds for ``steps`` steps of :func:`public_style_loop` re-typed in numpy: the second baseline of
+    chapter 09's speed table."""
+    return public_style_loop(steps, seed, "numpy")[0]
 
 
 def time_ours_teacher_student(steps: int, students: int, seed: int = 0) -> float:
-    """Seconds for ``steps`` SGD steps of ``students`` students trained at once by
-    :func:`lib.teacher_student.train_two_layer` (same sizes as :func:`time_public_style_loop`)."""
+    """Seconds for ``steps`` SGD steps of ``students`` students of one teacher trained at once by
+    :func:`lib.teacher_student.train_two_layer` (same sizes as :func:`time_public_style_loop`; each
+    student draws its own minibatches)."""
     from lib import teacher_student as TS
 
     d, m, multi, C, B, N = (TS_SIZES[k] for k in ("d", "m", "multi", "C", "batch", "N"))
@@ -266,30 +300,43 @@ def time_ours_teacher_student(steps: int, students: int, seed: int = 0) -> float
     student = TS.make_student(d, m * multi, C, S=students, seed=seed + 1)
     X = TS.gaussian_inputs(N, d, seed=seed + 2)
     start = time.perf_counter()
-    TS.train_two_layer(teacher, student, X, steps, 0.01, batch_size=B, seed=seed)
+    TS.train_two_layer(teacher, student, X, steps, 0.01, batch_size=B, seed=seed, device="cpu")
     return time.perf_counter() - start
 
 
 def run_teacher_student(steps: int = 2000, students: int = 32, repeats: int = 3) -> dict:
-    """Per-step times of the public-style loop (one seed) and of ours with 1 and ``students`` students,
-    each the best of ``repeats`` alternating runs (1 thread), the speed-ups and ours' GFLOP/s
-    (:func:`lib.teacher_student.two_layer_flops`)."""
+    """Chapter 09's speed table: per-step times of the public-style loop (one seed) as written (torch)
+    and re-typed in numpy, and of ours with 1 and ``students`` students (``steps // 2`` steps; setting up
+    a run, e.g. the teacher's outputs on the training set, is timed too), each the best of ``repeats``
+    rounds that run the four one after the other (1 thread); the speed-ups per student-step against both
+    baselines, the GFLOP/s (:func:`lib.teacher_student.two_layer_flops`) and the load average during the
+    measurement (the machine may be shared). Torch's thread count is set back to what it was."""
+    import os
+
     from threadpoolctl import threadpool_limits
 
     from lib import teacher_student as TS
 
-    torch.set_num_threads(1)
-    with threadpool_limits(1):
-        runs = [(time_public_style_loop(steps), time_ours_teacher_student(steps, 1),
-                 time_ours_teacher_student(steps // 4, students)) for _ in range(repeats)]
-    public = min(r[0] for r in runs) / steps
-    one = min(r[1] for r in runs) / steps
-    many = min(r[2] for r in runs) / (steps // 4) / students
+    threads = torch.get_num_threads()
+    try:
+        torch.set_num_threads(1)
+        with threadpool_limits(1):
+            runs = [(time_public_style_loop(steps), time_public_style_loop_numpy(steps),
+                     time_ours_teacher_student(steps, 1), time_ours_teacher_student(steps // 2, students))
+                    for _ in range(repeats)]
+    finally:
+        torch.set_num_threads(threads)
+    load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+    public, public_np = min(r[0] for r in runs) / steps, min(r[1] for r in runs) / steps
+    one = min(r[2] for r in runs) / steps
+    many = min(r[3] for r in runs) / (steps // 2) / students
     flops = TS.two_layer_flops(TS_SIZES["d"], TS_SIZES["m"] * TS_SIZES["multi"], TS_SIZES["C"], TS_SIZES["batch"])
-    return {"public_style_step_s": public, "ours_one_step_s": one, "ours_batched_student_step_s": many,
-            "students": students, "speedup_one": public / one, "speedup_batched": public / many,
-            "gflops_public_style": flops / public / 1e9, "gflops_ours_one": flops / one / 1e9,
-            "gflops_ours_batched": flops / many / 1e9}
+    return {"public_style_step_s": public, "public_style_numpy_step_s": public_np, "ours_one_step_s": one,
+            "ours_batched_student_step_s": many, "students": students, "steps": steps, "repeats": repeats,
+            "speedup_one": public / one, "speedup_batched": public / many,
+            "speedup_one_numpy": public_np / one, "speedup_batched_numpy": public_np / many,
+            "gflops_public_style": flops / public / 1e9, "gflops_public_style_numpy": flops / public_np / 1e9,
+            "gflops_ours_one": flops / one / 1e9, "gflops_ours_batched": flops / many / 1e9, "load_average": load}
 
 
 def _fmt_s(seconds: float) -> str:

@@ -43,7 +43,7 @@ from lib.scale import as_device
 __all__ = [
     "make_teacher", "discrete_distinct_rows", "make_student", "gaussian_inputs", "hidden_and_output", "correlation_matrix",
     "best_correlation", "train_two_layer", "train_with_snapshots", "specialisation_steps",
-    "fan_out_norms", "alignment", "recursive_gradients", "axis_augment", "teacher_aware_augment",
+    "fan_out_norms", "alignment", "recursive_terms", "recursive_gradients", "axis_augment", "teacher_aware_augment",
     "teacher_aware_inputs", "prune_students", "two_layer_flops", "make_teacher_deep", "make_student_deep",
     "deep_activations", "layer_best_correlations", "train_deep",
 ]
@@ -78,10 +78,13 @@ def discrete_distinct_rows(rows: int, cols: int, seed: int = 0, choices=CHOICES)
 
 def make_teacher(d: int, m: int, C: int, p: float = 1.0, bias: float = -0.1, seed: int = 0) -> list:
     """A two-layer teacher ``[(W1 (m, d), b1 (m,)), (W2 (C, m), b2 (C,))]`` in float64, as the public code
-    builds it: entries drawn from {−1, −0.75, ..., 1} (:func:`discrete_distinct_rows`), first-layer
-    weights normalised to be *regular* (Definition 1: ``‖w̃_j‖ = 1``), every bias ``bias`` (−0.1).
-    The fan-out of node ``j`` (column ``j`` of ``W2``, the paper's ``v*_j``) is divided by ``(j+1)**p``:
-    ``p`` is the teacher polarity (``p = 0``: all nodes equally strong on average).
+    builds it (``recon_two_layer.py``, ``init``): entries drawn from {−1, −0.75, ..., 1}, the rows of ``W1``
+    (one per teacher node) and of ``W2`` (one per output) pairwise distinct and non-zero
+    (:func:`discrete_distinct_rows`, the code's ``init_separate_w(m, d)`` and ``init_separate_w(c, m)``),
+    first-layer weights normalised to be *regular* (Definition 1: ``‖w̃_j‖ = 1``), every bias ``bias``
+    (the code's −0.1). The fan-out of node ``j`` (column ``j`` of ``W2``, the paper's ``v*_j``) is divided
+    by ``(j+1)**p``: ``p`` is the teacher polarity (Eq. 10; ``p = 0``: all nodes equally strong on
+    average).
     """
     d, m, C = V.positive_int(d, "d"), V.positive_int(m, "m"), V.positive_int(C, "C")
     p = V.nonnegative(p, "p (the fan-out decay exponent)")
@@ -89,8 +92,7 @@ def make_teacher(d: int, m: int, C: int, p: float = 1.0, bias: float = -0.1, see
     seed = V.seed(seed)
     W1 = discrete_distinct_rows(m, d, seed)
     W1 /= np.linalg.norm(W1, axis=1, keepdims=True)
-    W2 = discrete_distinct_rows(m, C, seed + 1).T
-    W2 = W2 * (np.arange(1, m + 1, dtype=float) ** -p)[None, :]
+    W2 = discrete_distinct_rows(C, m, seed + 1) * (np.arange(1, m + 1, dtype=float) ** -p)[None, :]
     return [(W1, np.full(m, bias)), (W2, np.full(C, bias))]
 
 
@@ -252,8 +254,7 @@ def prune_students(student, keep) -> list:
 # training
 
 class _NumpyOps:
-    """The trainers' array operations on the CPU: the numpy calls of the original loop (issue 22 keeps
-    them, so CPU numbers are bit-identical to the committed runs)."""
+    """The trainers' array operations on the CPU (numpy; the committed numbers)."""
 
     @staticmethod
     def put(a):
@@ -274,13 +275,37 @@ class _NumpyOps:
         return np.empty(shape)
 
     @staticmethod
-    def relu(a):
-        return np.maximum(a, 0.0)
+    def ones(shape):
+        return np.ones(shape)
+
+    @staticmethod
+    def mask(shape):
+        """A boolean buffer (the ReLU gates)."""
+        return np.empty(shape, dtype=bool)
+
+    @staticmethod
+    def relu(a, out=None):
+        return np.maximum(a, 0.0, out=out)
+
+    @staticmethod
+    def positive(a, out):
+        """``a > 0`` into the boolean buffer ``out``."""
+        return np.greater(a, 0.0, out=out)
 
     @staticmethod
     def swap(a):
         """The last two axes swapped (a view)."""
         return np.swapaxes(a, -1, -2)
+
+    @staticmethod
+    def rows(parts):
+        """The arrays ``parts`` stacked along their second-to-last axis (a new array)."""
+        return np.concatenate(parts, axis=-2)
+
+    @staticmethod
+    def take(a, idx, out):
+        """The rows ``idx`` (any shape) of the 2-D ``a`` into ``out`` (shape ``idx.shape + a.shape[1:]``)."""
+        return np.take(a, idx, axis=0, out=out, mode="clip")   # indices are valid: no buffering
 
     matmul = staticmethod(np.matmul)
     subtract = staticmethod(np.subtract)
@@ -313,13 +338,34 @@ class _TorchOps:
     def empty(self, shape):
         return torch.empty(shape, dtype=torch.float64, device=self.device)
 
+    def ones(self, shape):
+        return torch.ones(shape, dtype=torch.float64, device=self.device)
+
+    def mask(self, shape):
+        return torch.empty(shape, dtype=torch.bool, device=self.device)
+
     @staticmethod
-    def relu(a):
-        return torch.clamp_min(a, 0.0)
+    def relu(a, out=None):
+        if out is None:
+            return torch.clamp_min(a, 0.0)
+        return out.copy_(torch.clamp_min(a, 0.0))        # ``out`` may be a strided view
+
+    @staticmethod
+    def positive(a, out):
+        return torch.gt(a, 0.0, out=out)
 
     @staticmethod
     def swap(a):
         return a.transpose(-1, -2)
+
+    @staticmethod
+    def rows(parts):
+        return torch.cat(parts, dim=-2)
+
+    @staticmethod
+    def take(a, idx, out):
+        torch.index_select(a, 0, idx.reshape(-1), out=out.view(-1, a.shape[1]))
+        return out
 
     @staticmethod
     def matmul(a, b, out):
@@ -383,65 +429,82 @@ def _check_pair(teacher, student, X):
     return teacher, student, X, was_torch
 
 
+def _augmented(net, ops):
+    """A (batched) two-layer net as the public code lays it out: per layer one (…, in + 1, out) array whose
+    last row is the bias (``[W̃; b]``, the paper's ``W_l``), on the loop's device, contiguous."""
+    return [ops.rows([ops.swap(ops.put(W)), ops.put(b)[..., None, :]]) for W, b in net]
+
+
+def _plain(A):
+    """A (…, in + 1, out) layer of :func:`_augmented` (a numpy array) back as ``(W (…, out, in), b (…, out))``."""
+    return np.ascontiguousarray(np.swapaxes(A[..., :-1, :], -1, -2)), A[..., -1, :].copy()
+
+
 def _train(teacher, student, X, steps, lr, batch_size, seed, record_at, ops=_NumpyOps):
-    """The shared SGD/GD loop (float64, hand-written backward of ½‖f* − f‖² averaged over the batch,
-    preallocated buffers) with the array operations ``ops`` (:class:`_NumpyOps` on the CPU,
-    :class:`_TorchOps` on another device). Returns the trained student and the snapshots at
-    ``record_at``, as numpy arrays on the CPU."""
+    """The shared SGD/GD loop: float64, the hand-written backward of ½‖f* − f‖² averaged over the batch
+    (Eq. 1), every layer in the public code's augmented layout (:func:`_augmented`: inputs carry a
+    column of ones, so each layer is one matrix product and one update), preallocated buffers, with the
+    array operations ``ops`` (:class:`_NumpyOps` on the CPU, :class:`_TorchOps` on another device).
+    Returns the trained student and the snapshots at ``record_at``, as numpy arrays on the CPU."""
     unbatched = student[0][0].ndim == 2
-    (T1, c1), (T2, c2) = [(ops.put(W), ops.put(b)) for W, b in teacher]
-    X = ops.put(X)
-    T1T, T2T = ops.swap(T1), ops.swap(T2)
-    per_student = T1.ndim == 3 and batch_size is not None
-    # one teacher: its outputs on X once; a batched teacher: on each minibatch (memory stays O(S B C))
-    Y = None if per_student else ops.relu(X @ T1T + c1[..., None, :]) @ T2T + c2[..., None, :]
-    (W1, b1), (W2, b2) = [(ops.copy(ops.put(W)), ops.copy(ops.put(b))) for W, b in student]
+    T1, T2 = _augmented(teacher, ops)                          # (…, d + 1, m), (…, m + 1, C)
+    A1, A2 = _augmented(student, ops)                          # (S, d + 1, n), (S, n + 1, C): trained in place
     if unbatched:
-        W1, b1, W2, b2 = W1[None], b1[None], W2[None], b2[None]
-    S, N = W1.shape[0], X.shape[0]
-    (n, d), C = W1.shape[1:], W2.shape[1]
+        A1, A2 = A1[None], A2[None]
+    N, d = X.shape
+    Xa = ops.put(np.concatenate([X, np.ones((N, 1))], axis=1))   # [x; 1]
+    (S, _, n), (m, C) = A1.shape, T2.shape[-2:]
+    m -= 1
+    per_student = T1.ndim == 3 and batch_size is not None
+    B = N if batch_size is None else batch_size
+
+    def teacher_out(x, hidden):
+        """The teacher's outputs on ``x``, its hidden layer written into ``hidden`` (last column ones)."""
+        ops.relu(x @ T1, out=hidden[..., :m])
+        return hidden @ T2
+
+    # one teacher (or GD): its outputs on all of X once; a batched teacher under SGD: on each minibatch
+    Y = None if per_student else teacher_out(Xa, ops.ones(T1.shape[:-2] + (N, m + 1)))
     rng = np.random.default_rng(seed)
-    record = set(record_at)
-    snaps = {}
+    record, snaps = set(record_at), {}
 
     def snapshot():
-        net = [(ops.home(W1), ops.home(b1)), (ops.home(W2), ops.home(b2))]
+        net = [_plain(ops.home(A1)), _plain(ops.home(A2))]
         return [(W[0], b[0]) for W, b in net] if unbatched else net
 
-    B = N if batch_size is None else batch_size
-    z, g2, g1 = ops.empty((S, B, n)), ops.empty((S, B, C)), ops.empty((S, B, n))
-    dW1, dW2 = ops.empty(W1.shape), ops.empty(W2.shape)
-    W1T, W2T = ops.swap(W1), ops.swap(W2)                      # views: they follow the in-place updates
+    x, y = (ops.empty((S, B, d + 1)), ops.empty((S, B, C))) if batch_size is not None else (Xa, Y)
+    hidden_t = ops.ones((S, B, m + 1)) if per_student else None
+    z, ha, mask = ops.empty((S, B, n)), ops.ones((S, B, n + 1)), ops.mask((S, B, n))
+    h = ha[..., :n]                                            # the student's hidden layer; [h; 1] = ha
+    g2, g1 = ops.empty((S, B, C)), ops.empty((S, B, n))
+    d1, d2 = ops.empty(A1.shape), ops.empty(A2.shape)
+    W2T = ops.swap(A2[:, :n, :])                               # a view: it follows the in-place updates
+    xT, haT = ops.swap(x), ops.swap(ha)
     step = lr / B
     batches = None if batch_size is None else _index_batches(rng, N, S, B, steps, ops, 1024, per_step=False)
     for t in range(steps):
         if t in record:
             snaps[t] = snapshot()
-        if batch_size is None:
-            x, y = X, Y
-        else:
+        if batch_size is not None:
             idx = next(batches)
-            x = X[idx]                                             # (S, B, d)
-            y = Y[idx] if Y is not None else \
-                ops.relu(x @ T1T + c1[:, None, :]) @ T2T + c2[:, None, :]   # (S, B, C)
-        ops.matmul(x, W1T, out=z)
-        z += b1[:, None, :]
-        h = ops.relu(z)
-        ops.matmul(h, W2T, out=g2)
-        g2 += b2[:, None, :]
+            ops.take(Xa, idx, out=x)                               # (S, B, d + 1)
+            if per_student:
+                y = teacher_out(x, hidden_t)                       # (S, B, C)
+            else:
+                ops.take(Y, idx, out=y)
+        ops.matmul(x, A1, out=z)                                   # pre-activations
+        ops.relu(z, out=h)
+        ops.matmul(ha, A2, out=g2)
         ops.subtract(y, g2, out=g2)                                # f* − f
-        ops.matmul(g2, W2, out=g1)
-        g1 *= z > 0                                                # gated back-propagated gradient g_1
-        ops.matmul(ops.swap(g2), h, out=dW2)
-        dW2 *= step
-        W2 += dW2
-        b2 += step * g2.sum(1)
-        ops.matmul(ops.swap(g1), x, out=dW1)
-        dW1 *= step
-        W1 += dW1
-        b1 += step * g1.sum(1)
+        g2 *= step
+        ops.matmul(g2, W2T, out=g1)
+        g1 *= ops.positive(z, out=mask)                            # gated back-propagated gradient g_1
+        ops.matmul(haT, g2, out=d2)                                # Eq. 1: Ẇ_2 = E[f_1 g_2ᵀ]
+        A2 += d2
+        ops.matmul(xT, g1, out=d1)                                 # Ẇ_1 = E[x g_1ᵀ]
+        A1 += d1
         if (t + 1) % 256 == 0 or t + 1 == steps:
-            V.finite_loss(W2.sum() + W1.sum(), t + 1, lr, what="student weights")
+            V.finite_loss(A2.sum() + A1.sum(), t + 1, lr, what="student weights")
     if steps in record:
         snaps[steps] = snapshot()
     return snapshot(), snaps
@@ -508,16 +571,18 @@ def _forward_all(net, X):
     return zs, fs
 
 
-def recursive_gradients(teacher, student, X) -> list:
-    """Lemma 1 (Eq. 5): the back-propagated gradient ``g_l(x) = D_l(x)[A_l(x) f*_l(x) − B_l(x) f_l(x)]`` of
-    every student layer ``l = 1..L`` at the inputs ``X`` (N, d), built from Definition 2.
+def recursive_terms(teacher, student, X) -> list:
+    """Lemma 1's terms at the inputs ``X`` (N, d), for every student layer ``l = 1..L``, built from
+    Definition 2: a list of dicts with ``A`` (N, n_l + 1, m_l + 1) = ``V_lᵀ V*_l``, ``B`` (N, n_l + 1,
+    n_l + 1) = ``V_lᵀ V_l``, the student's gates ``D`` (N, n_l) and the activations ``f_star`` (N, m_l + 1)
+    and ``f`` (N, n_l + 1), augmented with the constant 1 (the paper's bias convention), so that
+    ``g_l = D_l [A_l f*_l − B_l f_l]`` (Eq. 5; :func:`recursive_gradients`).
 
-    ``V_L = V*_L = I`` and ``V_{l−1} = V_l D_l W_l`` (in this module's (out, in) convention; the paper
-    writes ``W_lᵀ``), with one more column that carries the biases, so that ``f_L = V_l [f_l; 1]``.
-    ``A_l = V_lᵀ V*_l``, ``B_l = V_lᵀ V_l``, and ``f_l`` is augmented with the constant 1 (the
-    paper's bias convention). Teacher and student are deep ReLU nets of the same depth with the same
-    input and output sizes (any widths). Returns ``[g_1, ..., g_L]``, ``g_l`` of shape (N, n_l):
-    ``g_l = −∂J/∂z_l`` for ``J = ½‖f*_L − f_L‖²`` and the pre-activations ``z_l``.
+    ``V_L = V*_L = I`` and ``V_{l−1} = V_l D_l W_l`` (Eq. 3, in this module's (out, in) convention; the
+    paper writes ``W_lᵀ``), with one more column that carries the biases, so that ``f_L = V_l [f_l; 1]``.
+    Teacher and student are deep ReLU nets of the same depth with the same input and output sizes (any
+    widths). ``A_l`` and ``B_l`` depend on ``x`` only through the gates of layers ``l + 1..L`` of both
+    nets: they are piecewise constant (Corollary 2).
     """
     teacher = _check_net(teacher, "teacher", single=True, layers=None)
     student = _check_net(student, "student", single=True, layers=None)
@@ -543,17 +608,27 @@ def recursive_gradients(teacher, student, X) -> list:
     out = [None] * L
     for l in range(L, 0, -1):                                    # layers L, L-1, ..., 1
         Ds, Dt = gates(zs[l - 1], l == L), gates(zt[l - 1], l == L)
-        fs_aug = np.concatenate([fs[l - 1], np.ones((N, 1))], axis=1)
-        ft_aug = np.concatenate([ft[l - 1], np.ones((N, 1))], axis=1)
-        A = np.einsum("nci,ncj->nij", Vs, Vt)
-        B = np.einsum("nci,ncj->nij", Vs, Vs)
-        g = np.einsum("nij,nj->ni", A, ft_aug) - np.einsum("nij,nj->ni", B, fs_aug)
-        out[l - 1] = Ds * g[:, :-1]
+        out[l - 1] = {"A": np.einsum("nci,ncj->nij", Vs, Vt), "B": np.einsum("nci,ncj->nij", Vs, Vs), "D": Ds,
+                      "f_star": np.concatenate([ft[l - 1], np.ones((N, 1))], axis=1),
+                      "f": np.concatenate([fs[l - 1], np.ones((N, 1))], axis=1)}
         # V_{l-1} = V_l D_l W_l ; the bias column accumulates V_l D_l b_l
         (W, b), (Wt, bt) = student[l - 1], teacher[l - 1]
         Ms, Mt = Vs[:, :, :-1] * Ds[:, None, :], Vt[:, :, :-1] * Dt[:, None, :]
         Vs = np.concatenate([Ms @ W, (Vs[:, :, -1] + Ms @ b)[:, :, None]], axis=2)
         Vt = np.concatenate([Mt @ Wt, (Vt[:, :, -1] + Mt @ bt)[:, :, None]], axis=2)
+    return out
+
+
+def recursive_gradients(teacher, student, X) -> list:
+    """Lemma 1 (Eq. 5): the back-propagated gradient ``g_l(x) = D_l(x)[A_l(x) f*_l(x) − B_l(x) f_l(x)]`` of
+    every student layer ``l = 1..L`` at the inputs ``X`` (N, d), from the terms of :func:`recursive_terms`
+    (the last row of ``A f* − B f`` belongs to the constant 1 and is dropped). Returns
+    ``[g_1, ..., g_L]``, ``g_l`` of shape (N, n_l): ``g_l = −∂J/∂z_l`` for ``J = ½‖f*_L − f_L‖²`` and the
+    pre-activations ``z_l``."""
+    out = []
+    for t in recursive_terms(teacher, student, X):
+        g = np.einsum("nij,nj->ni", t["A"], t["f_star"]) - np.einsum("nij,nj->ni", t["B"], t["f"])
+        out.append(t["D"] * g[:, :-1])
     return out
 
 
@@ -627,28 +702,33 @@ def _check_widths(widths, name: str = "widths") -> list:
 
 def make_teacher_deep(d: int, widths, C: int, X_tune, seed: int = 0) -> list:
     """A deep ReLU teacher with hidden ``widths`` (the paper's Fig. 6: 50-75-100-125) and ``C`` linear
-    outputs, built like the public code's multilayer teacher: Gaussian weights with every row
-    normalised (regular, Definition 1), then *tuned* on the inputs ``X_tune`` (N, d) layer by layer
-    from the bottom: each hidden node's bias is minus the median of its pre-activation (so every teacher
-    node is active on half of ``X_tune``; the code's random initial biases cancel in this step), and
-    every output is standardised to mean 0 and standard deviation 1 on ``X_tune``. Float64 list of
-    (W, b) pairs, W of shape (out, in)."""
+    outputs, built like the public code's multilayer teacher (``recon_multilayer.py``: ``init_w`` with
+    ``init_separate_w``, ``normalize``, ``teacher_tune.tune_teacher`` and ``tune_teacher_last_layer``):
+    every layer's rows drawn from {−1, −0.75, ..., 1}, pairwise distinct and non-zero
+    (:func:`discrete_distinct_rows`), and normalised (regular, Definition 1); then *tuned* on the inputs
+    ``X_tune`` (N, d) layer by layer from the bottom: each hidden node's bias is minus the median of its
+    pre-activation (torch's median: the lower middle value for even N; so every teacher node is active
+    on half of ``X_tune``, and the code's random initial biases cancel in this step), and every output is
+    standardised to mean 0 and (unbiased, as ``torch.std``) standard deviation 1 on ``X_tune``. Float64
+    list of (W, b) pairs, W of shape (out, in)."""
     d, C = V.positive_int(d, "d"), V.positive_int(C, "C")
     widths = _check_widths(widths)
     X_tune = V.array(X_tune, "X_tune", ndim=2)
     if X_tune.shape[1] != d:
         raise V.ArgumentValueError(f"X_tune must have d = {d} columns, got {X_tune.shape[1]}")
+    if len(X_tune) < 2:
+        raise V.ArgumentValueError(f"X_tune needs at least 2 rows to tune the teacher, got {len(X_tune)}")
     rng = _rng(seed)
     net, f = [], X_tune
     for n_in, n_out in zip([d] + widths, widths + [C]):
-        W = rng.standard_normal((n_out, n_in))
+        W = discrete_distinct_rows(n_out, n_in, int(rng.integers(2 ** 31)))
         W /= np.linalg.norm(W, axis=1, keepdims=True)
         z = f @ W.T
         if len(net) < len(widths):
-            b = -np.median(z, axis=0)
+            b = -np.sort(z, axis=0)[(len(z) - 1) // 2]
             f = np.maximum(z + b, 0.0)
         else:
-            sd = z.std(axis=0)
+            sd = z.std(axis=0, ddof=1)
             if not (sd > 0).all():
                 raise V.ArgumentValueError("X_tune gives a constant teacher output: it needs more varied rows")
             W, b = W / sd[:, None], -z.mean(axis=0) / sd
@@ -656,10 +736,12 @@ def make_teacher_deep(d: int, widths, C: int, X_tune, seed: int = 0) -> list:
     return net
 
 
-def make_student_deep(d: int, widths, C: int, S: int | None = None, scale: float = 0.1, seed: int = 0) -> list:
+def make_student_deep(d: int, widths, C: int, S: int | None = None, scale: float = 1.0, seed: int = 0) -> list:
     """A deep student with hidden ``widths``: PyTorch's default ``nn.Linear`` initialisation (weights and
-    biases uniform in ±1/√fan_in) times ``scale`` (the public code's ``student_scale_down = 0.1``),
-    float64. ``S`` stacks ``S`` independent students on a leading axis (W of shape (S, out, in))."""
+    biases uniform in ±1/√fan_in) times ``scale``, float64. The default 1 is what the public code trains:
+    ``recon_multilayer.py`` multiplies its student by ``student_scale_down = 0.1`` but then calls
+    ``student.reset_parameters()`` at the start of every trial, which restores the default
+    initialisation. ``S`` stacks ``S`` independent students on a leading axis (W of shape (S, out, in))."""
     d, C = V.positive_int(d, "d"), V.positive_int(C, "C")
     widths = _check_widths(widths)
     scale = V.positive(scale, "scale")
@@ -731,11 +813,14 @@ def _train_deep(teacher, student, X, steps, lr, batch_size, seed, record_at, ops
     def snapshot():
         return [(ops.home(W[0]), ops.home(b[0])) if unbatched else (ops.home(W), ops.home(b)) for W, b in net]
 
-    step = lr / (N if batch_size is None else batch_size)
+    schedule = lr if isinstance(lr, dict) else {0: lr}
     # one rng call per step as before; staged a chunk at a time (at most ~2^24 indices) for the device
     batches = None if batch_size is None else _index_batches(
         rng, N, S, batch_size, steps, ops, max(1, min(1024, 2 ** 24 // (S * batch_size))), per_step=True)
     for t in range(steps):
+        if t in schedule:
+            lr = schedule[t]
+            step = lr / (N if batch_size is None else batch_size)
         if t in record:
             snaps[t] = snapshot()
         if batch_size is None:
@@ -760,11 +845,25 @@ def _train_deep(teacher, student, X, steps, lr, batch_size, seed, record_at, ops
     return snapshot(), snaps
 
 
+def _lr_schedule(lr, steps: int) -> dict:
+    """``lr`` (a number > 0, or a dict {first step: learning rate} whose first step is 0) as a checked
+    dict {step: learning rate}."""
+    if not isinstance(lr, dict):
+        return {0: V.positive(lr, "lr (the learning rate)")}
+    if 0 not in lr:
+        raise V.ArgumentValueError(f"lr (a learning-rate schedule) must give the rate at step 0, got steps {sorted(lr)}")
+    return {V.nonnegative_int(k, "lr schedule step"): V.positive(v, f"lr (the learning rate from step {k})")
+            for k, v in sorted(lr.items())}
+
+
 def train_deep(teacher, student, X, steps, lr, batch_size=64, seed=0, record_at=(), device=None) -> tuple[list, dict]:
     """Train a deep ReLU student (any depth, batched or not) on a deep teacher's outputs (Fig. 6): plain
     SGD on the minibatch mean of ½‖f*(x) − f(x)‖², each of the ``S`` students drawing its own minibatches
     of ``batch_size`` rows with replacement (``None``: full-batch GD), all ``S`` updated in one batched
-    tensor computation with a hand-written backward pass. Teacher and student have the same depth and
+    tensor computation with a hand-written backward pass. ``lr``: a learning rate, or a piecewise
+    constant schedule ``{first step: rate}`` starting at step 0 (the public code's ``lr: "{0:0.2,20:0.1}"``
+    is in epochs and for ``nn.MSELoss``, the mean over the ``C`` outputs: its rate ``r`` is ``2 r / C``
+    here). Teacher and student have the same depth and
     input/output sizes; the teacher is one net. Returns ``(trained, {step: student})`` with copies of the
     student at the steps ``record_at`` (0 = before training), numpy on the CPU. ``device`` (default
     ``REPRO_DEVICE``; issue 22): where the loop runs, as in :func:`train_two_layer`; checked first."""
@@ -782,7 +881,7 @@ def train_deep(teacher, student, X, steps, lr, batch_size=64, seed=0, record_at=
         raise V.ArgumentValueError(f"teacher and student must have the same number of outputs, got "
                                    f"{teacher[-1][0].shape[0]} and {student[-1][0].shape[-2]}")
     steps = V.nonnegative_int(steps, "steps")
-    lr = V.positive(lr, "lr (the learning rate)")
+    lr = _lr_schedule(lr, steps)
     if batch_size is not None:
         batch_size = V.positive_int(batch_size, "batch_size")
     seed = V.seed(seed)

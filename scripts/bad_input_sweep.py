@@ -222,6 +222,7 @@ def _teacher_student_specs(TSM, C, NI, SE, RA, RE, A):
         ("teacher_student", "train_two_layer", train),
         ("teacher_student", "train_with_snapshots", lambda: dict(train(), record_at=([0, 2], "list"))),
         ("teacher_student", "recursive_gradients", pair),
+        ("teacher_student", "recursive_terms", pair),
         ("teacher_student", "axis_augment", lambda: dict(X=(X(), A), delta=(0.1, RA))),
         ("teacher_student", "teacher_aware_augment", lambda: dict(X=(X(), A), teacher=(T(), "params"), delta=(0.1, RA), eps=(0.5, RA))),
         ("teacher_student", "teacher_aware_inputs", lambda: dict(teacher=(T(), "params"), N=(9, C), std=(1.5, RA), alpha=((1.0, 2.0), "list"),

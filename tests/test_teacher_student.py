@@ -95,6 +95,10 @@ def test_make_teacher_is_regular_with_decaying_fan_out():
     assert np.allclose(V2, W2 / np.array([1, 2, 3, 4]) ** 1.5)
     assert np.all(b1 == -0.1) and np.all(c2 == -0.1)
     assert set(np.unique(W2)) <= set(TS.CHOICES)
+    # the public code's init_separate_w(c, m): the rows of W2 (one per output) are the distinct ones
+    many = TS.make_teacher(3, 2, 12, p=0.0, seed=0)[1][0]             # 12 outputs, 2 nodes: 81 possible rows
+    assert len({tuple(r) for r in many}) == 12 and (np.abs(many).sum(1) > 0).all()
+    assert np.array_equal(many, TS.discrete_distinct_rows(12, 2, 1))
     assert not np.allclose(TS.make_teacher(6, 4, 3, seed=6)[0][0], W1)
 
 
@@ -337,6 +341,54 @@ def test_lemma1_recursive_gradient_equals_autograd(tw, sw):
     assert max(np.abs(w).max() for w in want) > 0.1   # the comparison is not between zeros
 
 
+def _output_jacobian(net, f_l, l):
+    """(C, n_l + 1): ∂f_L/∂f_l of ``net`` at the layer-l activations ``f_l`` (one sample), by autograd, the gates
+    of the layers above held at their values there, and the offset f_L − J f_l as the last column: V_l of Eq. 3."""
+    def upper(h):
+        for i, (W, b) in enumerate(net[l:]):
+            h = h @ torch.tensor(W).T + torch.tensor(b)
+            if l + i < len(net) - 1:
+                h = h * (h > 0).double().detach()
+        return h
+    h = torch.tensor(f_l)
+    J = torch.autograd.functional.jacobian(upper, h).numpy()
+    return np.concatenate([J, (upper(h).detach().numpy() - J @ f_l)[:, None]], axis=1)
+
+
+def test_recursive_terms_are_products_of_output_jacobians_and_piecewise_constant():
+    """A_l = V_lᵀ V*_l and B_l = V_lᵀ V_l with V_l the output's Jacobian in the layer-l activations (plus the
+    offset column), computed by autograd; and Corollary 2: along a line, A_l changes only where a gate of a
+    layer above l flips, in either net."""
+    T, S = deep_net([3, 4, 3, 2], 1), deep_net([3, 6, 5, 2], 2)
+    X = np.random.default_rng(3).standard_normal((6, 3))
+    terms = TS.recursive_terms(T, S, X)
+    assert [t["A"].shape for t in terms] == [(6, 7, 5), (6, 6, 4), (6, 3, 3)]
+    assert [t["B"].shape for t in terms] == [(6, 7, 7), (6, 6, 6), (6, 3, 3)]
+    for l in range(3):                                                 # terms[l]: layer l + 1 (1-based)
+        for i, x in enumerate(X):
+            f_s, f_t = x, x
+            for k, ((W, b), (Wt, bt)) in enumerate(zip(S[:l + 1], T[:l + 1])):
+                z_s, z_t = W @ f_s + b, Wt @ f_t + bt
+                f_s, f_t = (z_s, z_t) if k == 2 else (np.maximum(z_s, 0), np.maximum(z_t, 0))
+            Vs, Vt = _output_jacobian(S, f_s, l + 1), _output_jacobian(T, f_t, l + 1)
+            assert np.allclose(terms[l]["A"][i], Vs.T @ Vt, atol=1e-12)
+            assert np.allclose(terms[l]["B"][i], Vs.T @ Vs, atol=1e-12)
+            assert np.allclose(terms[l]["f"][i], np.append(f_s, 1.0)) and np.allclose(terms[l]["f_star"][i], np.append(f_t, 1.0))
+            assert np.array_equal(terms[l]["D"][i], (z_s > 0).astype(float) if l < 2 else np.ones(2))
+        assert np.all(terms[-1]["D"] == 1.0)                           # no gate at the top
+    t = np.linspace(-3, 3, 2001)[:, None]
+    line = t * np.array([[1.0, -0.5, 0.8]]) + np.array([[0.2, 0.1, -0.3]])
+    terms = TS.recursive_terms(T, S, line)
+    for l in range(2):
+        pattern = np.concatenate([(TS._forward_all(net, line)[0][k] > 0) for net in (S, T) for k in range(l + 1, 2)]
+                                 + [np.zeros((len(line), 0), bool)], axis=1)
+        same = (pattern[1:] == pattern[:-1]).all(axis=1)
+        A = terms[l]["A"]
+        assert np.array_equal(A[1:][same], A[:-1][same])                 # constant where no upper gate flips
+        assert (~np.isclose(A[1:], A[:-1]).all(axis=(1, 2)))[~same].all()  # and it changes at every flip
+        assert 1 < (~same).sum() < 100 if l == 0 else same.all()        # layer 2 of 3: no gate above, constant
+
+
 def test_lemma1_rejects_mismatched_depths():
     with pytest.raises(ValueError, match="same depth"):
         TS.recursive_gradients(deep_net([3, 4, 2], 0), deep_net([3, 2], 1), np.ones((2, 3)))
@@ -460,7 +512,23 @@ def test_make_teacher_deep_is_regular_median_tuned_and_standardised():
         assert np.all((z > 0).sum(0) == 50) and np.all((z < 0).sum(0) == 50)   # median: half active (N odd)
         f = np.maximum(z, 0)
     Y = f @ T[-1][0].T + T[-1][1]
-    assert np.allclose(Y.mean(0), 0, atol=1e-12) and np.allclose(Y.std(0), 1.0)
+    assert np.allclose(Y.mean(0), 0, atol=1e-12) and np.allclose(Y.std(0, ddof=1), 1.0)   # torch.std: unbiased
+    # every layer's rows: the code's init_separate_w (distinct, non-zero rows from {-1, -0.75, ..., 1}), each
+    # normalised; the output layer divided by the output's std on top; per layer a seed drawn from `seed`
+    rng = np.random.default_rng(1)
+    for l, (W, _) in enumerate(T):
+        raw = TS.discrete_distinct_rows(*W.shape, int(rng.integers(2 ** 31)))
+        unit = raw / np.linalg.norm(raw, axis=1, keepdims=True)
+        if l < len(T) - 1:
+            assert np.allclose(W, unit, rtol=0, atol=1e-15)
+        else:
+            assert np.allclose(W * np.linalg.norm(W, axis=1, keepdims=True) ** -1, unit, atol=1e-12)
+        assert set(np.unique(raw)) <= set(TS.CHOICES) and len({tuple(r) for r in raw}) == len(raw)
+    # an even number of tuning inputs: torch's median is the lower middle value, so exactly half are active
+    Xe = TS.gaussian_inputs(100, 4, seed=3)
+    (W, b), *_ = TS.make_teacher_deep(4, [6], 2, Xe, seed=1)
+    z = Xe @ W.T + b
+    assert np.all((z > 0).sum(0) == 50) and np.all((z < 0).sum(0) == 49) and np.all((z == 0).sum(0) == 1)
     assert np.allclose(TS.deep_activations(T, X)[1], Y)
     again = TS.make_teacher_deep(4, [6, 5], 3, X, seed=1)
     other = TS.make_teacher_deep(4, [6, 5], 3, X, seed=2)
@@ -489,9 +557,9 @@ def test_make_student_deep_default_init_bounds():
     W1 = st[0][0]
     assert W1.max() > 0.95 * 0.25 and W1.min() < -0.95 * 0.25        # uniform over the whole range
     assert TS.make_student_deep(4, [3], 2, seed=0)[0][0].shape == (3, 4)
-    default = np.abs(TS.make_student_deep(4, [300], 2)[0][0]).max()          # default scale 0.1, seed 0
-    assert 0.95 * 0.05 < default <= 0.05
-    assert np.array_equal(TS.make_student_deep(4, [3], 2)[1][0], TS.make_student_deep(4, [3], 2, scale=0.1, seed=0)[1][0])
+    default = np.abs(TS.make_student_deep(4, [300], 2)[0][0]).max()          # default scale 1 (the code's, reset), seed 0
+    assert 0.95 * 0.5 < default <= 0.5
+    assert np.array_equal(TS.make_student_deep(4, [3], 2)[1][0], TS.make_student_deep(4, [3], 2, scale=1.0, seed=0)[1][0])
     assert not np.allclose(TS.make_student_deep(4, [3], 2, seed=1)[0][0], TS.make_student_deep(4, [3], 2, seed=0)[0][0])
     with pytest.raises(ValueError, match="scale"):
         TS.make_student_deep(4, [3], 2, scale=0.0)
@@ -594,6 +662,29 @@ def test_train_deep_rejects_bad_input():
                           (dict(seed=-1), "seed"), (dict(record_at=[2]), "record_at")]:
         with pytest.raises(ValueError, match=match):
             TS.train_deep(T, st, X, **(dict(steps=1, lr=0.1) | kwargs))
+
+
+def test_train_deep_learning_rate_schedule_switches_at_its_steps():
+    """A schedule {0: a, k: b} is k GD steps at a followed by GD steps at b (GD: no draws to continue);
+    under SGD it keeps the one stream of minibatch draws, so the first k steps match a constant-rate run."""
+    T, st, X = deep_setup(S=2)
+    got, _ = TS.train_deep(T, st, X, 5, {0: 0.1, 2: 0.03}, batch_size=None)
+    first, _ = TS.train_deep(T, st, X, 2, 0.1, batch_size=None)
+    want, _ = TS.train_deep(T, first, X, 3, 0.03, batch_size=None)
+    for (W, b), (Wr, br) in zip(got, want):
+        assert np.allclose(W, Wr, rtol=0, atol=1e-14) and np.allclose(b, br, rtol=0, atol=1e-14)
+    step = autograd_gd_step(T, [(W[0], b[0]) for W, b in first], X, 0.03)
+    one, _ = TS.train_deep(T, st, X, 3, {0: 0.1, 2: 0.03}, batch_size=None)
+    assert np.allclose(one[0][0][0], step[0][0], atol=1e-13)
+    sgd, snaps = TS.train_deep(T, st, X, 6, {0: 0.05, 4: 0.5}, batch_size=4, seed=3, record_at=[4])
+    plain, _ = TS.train_deep(T, st, X, 4, 0.05, batch_size=4, seed=3)
+    assert all(np.array_equal(a[0], b[0]) for a, b in zip(snaps[4], plain))
+    assert not np.allclose(sgd[0][0], TS.train_deep(T, st, X, 6, 0.05, batch_size=4, seed=3)[0][0][0])
+    for lr, match in [({2: 0.1}, r"lr \(a learning-rate schedule\) must give the rate at step 0, got steps \[2\]"),
+                      ({0: 0.1, 3: -1.0}, r"lr \(the learning rate from step 3\) must be"),
+                      ({0: 0.1, -1: 0.2}, "lr schedule step"), (0.0, r"lr \(the learning rate\)")]:
+        with pytest.raises(ValueError, match=match):
+            TS.train_deep(T, st, X, 2, lr)
 
 
 # ---------------------------------------------------------------------------------------------- bad input, word for word
@@ -751,7 +842,7 @@ def test_defaults_are_the_documented_ones():
         assert np.array_equal(W, Wr) and np.array_equal(b, br)
     # make_teacher's fan-out: the seed + 1 draw of discrete_distinct_rows, column j divided by (j+1)^p
     W2 = TS.make_teacher(4, 3, 2, p=0.5, seed=5)[1][0]
-    assert np.allclose(W2, TS.discrete_distinct_rows(3, 2, 6).T / np.sqrt([1.0, 2.0, 3.0]))
+    assert np.allclose(W2, TS.discrete_distinct_rows(2, 3, 6) / np.sqrt([1.0, 2.0, 3.0]))
     st = TS.make_student(30, 40, 20)
     assert abs(st[0][0].std() - 0.005) < 0.0005 and np.array_equal(st[0][0], TS.make_student(30, 40, 20, seed=0)[0][0])
     assert np.array_equal(TS.gaussian_inputs(5, 3), TS.gaussian_inputs(5, 3, std=1.5, seed=0))

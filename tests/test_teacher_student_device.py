@@ -150,7 +150,9 @@ def test_the_two_layer_loop_runs_on_the_meta_device_end_to_end(S, batched_teache
     trained, snaps = TS._train(T, s, X, 300, 0.05, batch_size, 0, (0, 300), probe.ops)
     assert probe.checked == ["meta", "meta"]                   # steps 256 and 300
     lead = (1,) if S is None else ()                           # an unbatched student is trained as a batch of 1
-    assert sorted(probe.homed) == sorted(3 * [("meta", lead + W.shape) for pair in s for W in pair])
+    # each layer comes home as one augmented (in + 1, out) array, [W^T; b], at steps 0 and 300 and at the end
+    assert sorted(probe.homed) == sorted(3 * [("meta", lead + W.shape[:-2] + (W.shape[-1] + 1, W.shape[-2]))
+                                              for W, _ in s])
     assert sorted(snaps) == [0, 300]
     assert [W.shape for pair in trained for W in pair] == [W.shape for pair in s for W in pair]
 
