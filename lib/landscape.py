@@ -36,8 +36,9 @@ ACTIVATIONS = ("sigmoid", "tanh", "softplus", "leaky_relu", "relu", "linear")
 def nr_threshold(svals, shape) -> float:
     """The Numerical-Recipes rank threshold (Press 2007, §2.6.1; the thesis' Table 2.2): singular values
     of an ``m x n`` matrix at or below ``0.5 * sqrt(m + n + 1) * s_max * eps`` (float64 ``eps``) count as
-    zero. ``svals``: the singular values (any order), ``shape``: ``(m, n)``. The one home of the rule:
-    :func:`nr_rank` and chapter 10's spectra (Table 2.2 in miniature, Lemma 4.3.2's Psi) use it."""
+    zero. ``svals``: the singular values (any order; an empty spectrum gives 0), ``shape``: ``(m, n)``.
+    The one home of the rule: :func:`nr_rank` and chapter 10's spectra (Table 2.2 in miniature, Lemma
+    4.3.2's Psi) use it."""
     s = V.array(svals, "svals", ndim=1, nonempty=False)
     shape = V.sequence(shape, "shape", min_len=2)
     if len(shape) != 2:
@@ -897,7 +898,7 @@ def _need_width(params, N, need, layers, theorem):
 def valley_descent_path(params, X, y, alpha: float = 0.2, k: int = 1, target: float = 1e-3, seed: int = 0,
                         points_per_stage: int = 50) -> tuple[list, dict]:
     """Thm 3.4.13(1) made explicit: from any leaky-ReLU network with a wide layer ``k`` (1-based,
-    ``n_k >= N``) and strictly decreasing widths above it (``n_{k+1} > ... > n_L``), a path on which the
+    ``n_k >= N``, ``k <= L - 2``) and strictly decreasing widths above it (``n_{k+1} > ... > n_L``), a path on which the
     loss never increases and which ends at loss ``<= target``; unlike Thm 3.4.9, ``N`` may exceed ``d``.
 
     Stages: "repair" (Lemma 3.4.14 on layer ``k``, the loss constant: ``rank F_k = N`` afterwards);
@@ -916,6 +917,9 @@ def valley_descent_path(params, X, y, alpha: float = 0.2, k: int = 1, target: fl
     if widths[k - 1] < N or any(a <= b for a, b in zip(widths[k:], widths[k + 1:])):
         raise V.ArgumentValueError(f"params: Thm 3.4.13 needs n_k >= N = {N} and n_(k+1) > ... > n_L, got widths "
                                    f"{widths} with k = {k}")
+    if k > L - 2:
+        raise V.ArgumentValueError(f"k (the wide layer) must be <= L - 2 = {L - 2}: stage A moves the first layer of "
+                                   f"the sub-network above layer k, which needs at least 2 layers, got k = {k}")
     path = _repair_layer(params, X, k - 1, alpha, seed, n)
     stage = ["repair"] * len(path)
     below, sub = path[-1][:k], path[-1][k:]
@@ -939,7 +943,7 @@ def valley_descent_path(params, X, y, alpha: float = 0.2, k: int = 1, target: fl
 
 def wide_first_layer_path(params_a, params_b, X, y, alpha: float = 0.2, seed: int = 0,
                           points_per_stage: int = 20) -> tuple[list, dict]:
-    """Thm 3.4.16(1) made explicit: two leaky-ReLU networks with ``n_1 >= 2N`` and ``n_2 > ... > n_L`` are
+    """Thm 3.4.16(1) made explicit: two leaky-ReLU networks with ``n_1 >= 2N`` and ``n_2 > ... > n_L`` (``L >= 3``) are
     joined by a path on which the loss never exceeds the larger endpoint loss (``N`` may exceed ``d``).
 
     Stages: "repair" (Lemma 3.4.14 on layer 1 of ``params_a``), "copy" (Lemma 3.4.15: its first layer
@@ -954,6 +958,10 @@ def wide_first_layer_path(params_a, params_b, X, y, alpha: float = 0.2, seed: in
     n = V.integer(points_per_stage, "points_per_stage", min=2)
     if alpha == 0.0:
         raise V.ArgumentValueError("alpha (leaky-ReLU slope) must be > 0: Thm 3.4.16 needs an invertible activation")
+    if len(params_a) < 3:
+        raise V.ArgumentValueError(f"params_a: Thm 3.4.9's path on layers 2..L needs L >= 3 layers, got "
+                                   f"{len(params_a)}")
+    seed = V.seed(seed)
     rep_a = _repair_layer(params_a, X, 0, alpha, seed, n)
     rep_b = _repair_layer(params_b, X, 0, alpha, seed + 1, n)
     copy = _copy_layer(rep_a[-1], rep_b[-1], X, 0, alpha, n)
@@ -979,6 +987,7 @@ def wide_relu_path(params_a, params_b, X, y, alpha: float = 0.0, seed: int = 0,
     params_b = as_float64_params(params_b, "params_b")
     _same_shapes(params_a, params_b)
     _need_width(params_a, X.shape[0], 2, range(len(params_a) - 1), "Thm 3.4.17(2)")
+    seed = V.seed(seed)
     n = V.integer(points_per_stage, "points_per_stage", min=2)
     path_a, stage_a, path_b = [_copy_net(params_a)], ["start"], [_copy_net(params_b)]
     for l in range(len(params_a) - 1):

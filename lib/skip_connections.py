@@ -144,10 +144,10 @@ class SkipMLP(_SkipBase):
     def _head(self):
         return [self.weights[-1], self.biases[-1]]
 
-    def _input(self, X):
-        X = V.tensor(X, "X", floating=True, nonempty=False)
+    def _input(self, X, name: str = "X"):
+        X = V.tensor(X, name, floating=True, nonempty=False)
         if X.ndim != 2 or X.shape[1] != self.widths[0]:
-            raise V.ArgumentValueError(f"X must have shape (n, {self.widths[0]}), got {tuple(X.shape)}")
+            raise V.ArgumentValueError(f"{name} must have shape (n, {self.widths[0]}), got {tuple(X.shape)}")
         return X.to(self.V.dtype)
 
     def _hidden_and_output(self, X):
@@ -211,10 +211,11 @@ class SkipCNN(_SkipBase):
     def _head(self):
         return list(self.head.parameters())
 
-    def _input(self, X):
-        X = V.tensor(X, "X", floating=True, nonempty=False)
+    def _input(self, X, name: str = "X"):
+        X = V.tensor(X, name, floating=True, nonempty=False)
         if X.ndim != 4 or tuple(X.shape[1:]) != self.in_shape:
-            raise V.ArgumentValueError(f"X must have shape (n, {', '.join(map(str, self.in_shape))}), got {tuple(X.shape)}")
+            raise V.ArgumentValueError(f"{name} must have shape (n, {', '.join(map(str, self.in_shape))}), "
+                                       f"got {tuple(X.shape)}")
         return X.to(self.V.dtype)
 
     def _hidden_and_output(self, X):
@@ -364,6 +365,7 @@ def readout_sweep(model, X, y, X_test, y_test, sizes, k: int = 0) -> dict:
     _check_model(model)
     k = V.integer(k, "k (the model index)", min=0, max=model.V.shape[0] - 1)
     X, X_test = V.tensor(X, "X", floating=True), V.tensor(X_test, "X_test", floating=True)
+    model._input(X, "X"), model._input(X_test, "X_test")  # the model's input shape, before y counts X's rows
     m = model.V.shape[2]
     y = V.labels(V.tensor(y, "y", floating=False, ndim=1), "y", m, n=X.shape[0]).cpu().numpy()
     y_test = V.labels(V.tensor(y_test, "y_test", floating=False, ndim=1), "y_test", m, n=X_test.shape[0]).cpu().numpy()
@@ -397,6 +399,7 @@ def readout_descent(model, X, y, k: int = 0, target: float = 1e-3, n_points: int
     _check_model(model)
     k = V.integer(k, "k (the model index)", min=0, max=model.V.shape[0] - 1)
     X = V.tensor(X, "X", floating=True)
+    model._input(X, "X")  # the model's input shape, before y counts X's rows
     m = model.V.shape[2]
     y = V.labels(V.tensor(y, "y", floating=False, ndim=1), "y", m, n=X.shape[0]).cpu().numpy()
     target = V.positive(target, "target")

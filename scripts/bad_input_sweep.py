@@ -19,7 +19,8 @@ Inputs that look bad but are intended (each documented in its docstring and pinn
 batch for ``mlp_forward``, the models' ``forward`` methods and elementwise functions (an empty
 result), any shape for elementwise
 functions, ``y`` shaped differently but with one value per output for the per-model losses, ``a`` of
-any shape holding one value per neuron in ``maxmargin``, a negative ``axis``, and ``epochs=0`` /
+any shape holding one value per neuron in ``maxmargin``, an empty spectrum for ``landscape.nr_threshold``
+(threshold 0), a negative ``axis``, and ``epochs=0`` /
 ``max_steps=0`` where zero steps is documented.
 
 Arguments of kind ``None`` are not varied (flags, progress bars, and ``self``: a public method
@@ -356,6 +357,9 @@ def _specs():
     dr_net = lambda: [(np.array([[1.0, 0.5], [-0.3, 1.0]]), np.array([0.1, -0.2])),
                       (np.array([[1.0, 2.0], [0.0, -1.0]]), np.array([0.5, 0.0]))]
     dr_pts = lambda: np.random.default_rng(0).uniform(-2, 2, (6, 2))
+    ls_wide = lambda s=0, top=(): LS.init_net([5, 6, *top, 2], s)  # n_1 = 6 >= 2N (Thm 3.4.16, 3.4.17)
+    ls_cp = lambda: np.random.default_rng(8).standard_normal((3, 3))  # copy step: N = 3 samples ...
+    ls_cw = lambda s=1: np.random.default_rng(s).standard_normal((6, 3))  # ... n = 6 >= 2N units
     C, NI, SE, RA, RE = "count", "nonneg_int", "seed", "rate", "real"
     A, TA = "array", "array"
 
@@ -738,6 +742,10 @@ def _specs():
                                                            resolution=(3, C), seed=(0, SE), k=(1, NI))),
         ("skip_connections", "check_paper_config_step", lambda: dict(layers=((("conv", 2, 3, 1), ("fc", 3)), "list"), in_shape=((1, 4, 4), "list"),
                                                                       n_out=(3, C), n_skip=(4, NI), batch=(2, C), seed=(0, SE))),
+        ("skip_connections", "readout_sweep", lambda: dict(model=(skm(), "model"), X=(Xt(), A), y=(yt8(), "labels"), X_test=(Xt(), A),
+                                                            y_test=(yt8(), "labels"), sizes=([2, 3], "widths"), k=(1, NI))),
+        ("skip_connections", "readout_descent", lambda: dict(model=(skm(), "model"), X=(Xt()[:3], A), y=(yt8()[:3], "labels"), k=(1, NI),
+                                                              target=(0.01, RA), n_points=(3, C), seed=(0, SE))),  # 3 skip neurons, N = 3
         # network_comparison (chapter 08, comparisons)
         *_network_comparison_specs(lib["network_comparison"], C, SE, RA, A),
         # data
@@ -788,6 +796,28 @@ def _specs():
                                                         Vout=(np.ones((2, 6)), A), alpha=(0.2, "slope"), seed=(0, SE), points_per_stage=(3, C))),
         ("landscape", "descent_path", lambda: dict(params=(LS.init_net([5, 8, 2], 0), "params"), X=(ls_X(), A), y=(ls_y(), "labels"),
                                                     alpha=(0.2, "slope"), target=(0.01, RA), n_points=(3, C))),
+        # svals: an empty spectrum gives 0 (documented, pinned in tests/test_landscape.py), so its kind is "batch"
+        ("landscape", "nr_threshold", lambda: dict(svals=(np.array([3.0, 1.0]), "batch"), shape=((2, 2), "list"))),
+        ("landscape", "relu_layer_draws", lambda: dict(X=(ls_X(), A), width=(4, C), n_draws=(2, C), seed=(0, SE))),
+        ("landscape", "conv_widths", lambda: dict(in_shape=((8, 8, 1), "list"), layers=([("conv", 3, 1, 0, 2), ("pool", 2, 2)], "list"))),
+        ("landscape", "conv_matrix_1d", lambda: dict(W=(np.ones((2, 3)), A), n_in=(5, C), stride=(1, C))),
+        ("landscape", "sigmoid_outputs", lambda: dict(params=(ls_sig(), "params"), X=(ls_X()[:, :2], A))),
+        ("landscape", "sigmoid_mlp", lambda: dict(widths=([2, 3, 2], "widths"), seed=(0, SE))),
+        ("landscape", "mlp_params", lambda: dict(model=(LS.sigmoid_mlp([2, 3, 2]), "model"))),
+        ("landscape", "autograd_gradient", lambda: dict(params=(ls_sig(), "params"), X=(ls_X()[:, :2], A), Y=(np.ones((3, 2)), A),
+                                                         k=(1, NI))),
+        ("landscape", "global_minimum", lambda: dict(widths=([5, 4, 2], "widths"), X=(ls_X(), A), y=(ls_y(), "labels"), seed=(0, SE))),
+        ("landscape", "leaky_inverse", lambda: dict(Z=(np.ones((2, 3)), "elementwise"), alpha=(0.2, "slope"))),
+        ("landscape", "path_steps", lambda: dict(path=([ls_net(), ls_net(1)], "list"))),
+        ("landscape", "copy_step_path", lambda: dict(X=(ls_cp(), A), W=(ls_cw(1), A), Vout=(np.ones((2, 6)), A), W_target=(ls_cw(2), A),
+                                                      alpha=(0.2, "slope"), points_per_stage=(2, C))),
+        ("landscape", "valley_descent_path", lambda: dict(params=(ls_net(), "params"), X=(ls_X(), A), y=(ls_y(), "labels"),
+                                                           alpha=(0.2, "slope"), k=(1, C), target=(0.01, RA), seed=(0, SE),
+                                                           points_per_stage=(2, C))),
+        ("landscape", "wide_first_layer_path", lambda: dict(params_a=(ls_wide(0, [3]), "params"), params_b=(ls_wide(1, [3]), "params"),
+                                                             X=(ls_X(), A), y=(ls_y(), "labels"), alpha=(0.2, "slope"), seed=(0, SE), points_per_stage=(2, C))),
+        ("landscape", "wide_relu_path", lambda: dict(params_a=(ls_wide(), "params"), params_b=(ls_wide(1), "params"), X=(ls_X(), A),
+                                                      y=(ls_y(), "labels"), alpha=(0.0, "slope"), seed=(0, SE), points_per_stage=(2, C))),
         # decision_regions (chapter 10, part D)
         ("decision_regions", "is_pyramidal", lambda: dict(widths=([2, 2, 2], "widths"))),
         ("decision_regions", "theorem_523_conditions", lambda: dict(params=(dr_net(), "params"), alpha=(0.1, "slope"))),
@@ -801,6 +831,10 @@ def _specs():
         ("decision_regions", "components", lambda: dict(mask=(np.eye(4, dtype=bool), A), connectivity=(8, "choice"))),
         ("decision_regions", "component_counts", lambda: dict(params=(dr_net(), "params"), box=((-1, 1, -1, 1), "list"), res=(5, C),
                                                                alpha=(0.1, "slope"), tol=(1e-9, "nonneg"), connectivity=(8, "choice"))),
+        ("decision_regions", "exact_region", lambda: dict(params=(dr_net(), "params"), box=((-1, 1, -1, 1), "list"), alpha=(0.1, "slope"),
+                                                           cls=(1, NI), tol=(1e-9, "nonneg"))),
+        ("decision_regions", "exact_counts", lambda: dict(params=(dr_net(), "params"), box=((-1, 1, -1, 1), "list"), alpha=(0.1, "slope"),
+                                                           tol=(1e-9, "nonneg"))),
         ("decision_regions", "agreement", lambda: dict(example=(DRM.example_53(), "model"), X=(dr_pts(), A))),
         ("decision_regions", "bend_points", lambda: dict(params=(dr_net(), "params"), alpha=(0.1, "slope"))),
         ("decision_regions", "bend_window", lambda: dict(params=(dr_net(), "params"), alpha=(0.1, "slope"), margin=(1.0, RA))),

@@ -1186,3 +1186,29 @@ def test_wide_relu_path_says_when_a_repair_stays_short(monkeypatch):
     a[0][1][:] = -1.0
     with pytest.raises(ValueError, match="the repair of hidden layer 1 did not reach rank N"):
         LS.wide_relu_path(a, b, X, y, 0.0)
+
+
+# ---- bad inputs found by scripts/bad_input_sweep.py once these functions had a valid call there
+
+def test_valley_descent_path_refuses_k_without_a_sub_network_above():
+    X, y = LS.gaussian_points(3, 5, seed=0), np.array([0, 1, 1])
+    with pytest.raises(ValueError, match=r"^k \(the wide layer\) must be <= L - 2 = 0"):
+        LS.valley_descent_path(LS.init_net([5, 4, 2], 0), X, y, k=1)  # was an IndexError in stage A
+    path, _ = LS.valley_descent_path(LS.init_net([5, 4, 3, 2], 0), X, y, k=1, points_per_stage=2)
+    assert len(path) > 1
+
+
+def test_wide_first_layer_path_needs_three_layers():
+    X, y = LS.gaussian_points(3, 5, seed=0), np.array([0, 1, 1])
+    with pytest.raises(ValueError, match=r"^params_a: Thm 3\.4\.9's path on layers 2\.\.L needs L >= 3 layers, got 2"):
+        LS.wide_first_layer_path(LS.init_net([5, 6, 2], 0), LS.init_net([5, 6, 2], 1), X, y)
+
+
+@pytest.mark.parametrize("make, widths, alpha", [(LS.wide_first_layer_path, [5, 6, 3, 2], 0.2),
+                                                 (LS.wide_relu_path, [5, 6, 2], 0.0)])
+@pytest.mark.parametrize("seed", ["x", -1, 2.5])
+def test_wide_paths_check_the_seed_before_using_it(make, widths, alpha, seed):
+    X, y = LS.gaussian_points(3, 5, seed=0), np.array([0, 1, 1])
+    a, b = LS.init_net(widths, 0), LS.init_net(widths, 1)
+    with pytest.raises(ValueError, match="^seed"):  # 'x' was a TypeError from seed + 1 not naming seed
+        make(a, b, X, y, alpha, seed=seed, points_per_stage=2)

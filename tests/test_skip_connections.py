@@ -916,3 +916,17 @@ def test_readout_helpers_defaults():
     assert f["losses"][0] != d["losses"][0] or f["curvature"] != d["curvature"]
     G = np.array([[2.0, 0.0, -1.0], [0.0, 0.0, 0.0]])
     assert SK._ce_np(G, np.array([0, 2])) == pytest.approx(np.mean([math.log(1 + math.exp(-2) + math.exp(-3)), math.log(3)]))
+
+
+def test_readout_helpers_check_the_input_shape_before_counting_rows():
+    X, y = data(n=10, d=5)
+    model = SK.SkipMLP([5, 16, 16, 3], [0], 24, "softplus", dtype=torch.float64)
+    with pytest.raises(ValueError, match=r"^X must have shape \(n, 5\), got \(50,\)"):
+        SK.readout_sweep(model, X.reshape(-1), y, X, y, [5])  # was a message about y's rows
+    with pytest.raises(ValueError, match=r"^X_test must have shape \(n, 5\), got \(10, 4\)"):
+        SK.readout_sweep(model, X, y, X[:, :4], y, [5])
+    with pytest.raises(ValueError, match=r"^X must have shape \(n, 5\), got \(50,\)"):
+        SK.readout_descent(model, X.reshape(-1), y)
+    cnn = SK.SkipCNN((("conv", 2, 3, 1), ("fc", 3)), (1, 4, 4), 3, 0, 4)
+    with pytest.raises(ValueError, match=r"^X_test must have shape \(n, 1, 4, 4\), got \(2, 16\)"):
+        SK.readout_sweep(cnn, torch.rand(2, 1, 4, 4), [0, 1], torch.rand(2, 16), [0, 1], [2])
