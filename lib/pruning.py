@@ -75,7 +75,8 @@ def best_cell_entry(cell: dict) -> tuple | None:
     return min(cell["per_parent"], key=lambda e: (e[0], -e[1]))
 
 
-def loss_plateaus(curve, window: int, rel_tol: float, min_length: int, floor: float = 0.05) -> list[tuple]:
+def loss_plateaus(curve, window: int, rel_tol: float, min_length: int, floor: float = 0.05,
+                  skip_start: bool = False) -> list[tuple]:
     """The long flat stretches of one loss curve: the saddles that Fig. 3.10 (thesis §3.4.4) describes.
 
     The thesis' width-3 sub-network "reduces to a saddle point where it stays for a long period, reduces
@@ -88,13 +89,18 @@ def loss_plateaus(curve, window: int, rel_tol: float, min_length: int, floor: fl
     ``min_length`` long; two consecutive plateaus whose levels (median loss) differ by less than
     ``rel_tol`` times the larger are one plateau interrupted by a wobble and are merged. Returns
     ``(first epoch, last epoch, level)`` per plateau, in order (the last epoch of a run is that of its
-    last flat epoch). Chapter 6's pruning section counts them on every successful width-3 sub-network.
+    last flat epoch). With ``skip_start`` a plateau that begins at epoch 0 is dropped: that is the level the
+    loss starts from, not a saddle it falls into (the thesis' curve "starts with maximum loss" and then
+    reaches its two saddles). Chapter 6's pruning section counts the saddles (``skip_start=True``) on every
+    successful width-3 sub-network, and the starting plateaus separately.
     """
     loss = V.array(curve, "curve", ndim=1)
     window = V.positive_int(window, "window")
     rel_tol = V.positive(rel_tol, "rel_tol")
     min_length = V.positive_int(min_length, "min_length")
     floor = V.real(floor, "floor")
+    if not isinstance(skip_start, bool):
+        raise ValueError(f"skip_start must be a bool, got {skip_start!r}")
     if len(loss) <= window:
         raise ValueError(f"curve must be longer than window ({window} epochs), got {len(loss)} epochs")
     flat = np.abs(loss[window:] - loss[:-window]) < rel_tol * np.abs(loss[:-window])
@@ -114,7 +120,7 @@ def loss_plateaus(curve, window: int, rel_tol: float, min_length: int, floor: fl
             merged[-1] = [first, run[1], float(np.median(loss[first:run[1] + 1]))]
         else:
             merged.append(run)
-    return [tuple(r) for r in merged]
+    return [tuple(r) for r in merged if not (skip_start and r[0] == 0)]
 
 
 def wide_pruning_table(widths, ns, parents: int, epochs: int, finetune_epochs: int, seed_of,
@@ -293,6 +299,44 @@ def removal_candidates(mask: torch.Tensor, linear: torch.Tensor) -> list:
     return out
 
 
+def _deep_prune_step(current: MaskedMLP, active: np.ndarray, runs: list, X: torch.Tensor, y: torch.Tensor,
+                     finetune_epochs: int, lr: float, rng: np.random.Generator) -> bool:
+    """One step of :func:`deep_prune` for every active run at once, in place.
+
+    Fine-tunes every single removal of :func:`removal_candidates` of every active run; each run keeps one
+    removal that keeps 100% accuracy, drawn with probability proportional to 1 / (loss after fine-tuning),
+    with its fine-tuned weights (``current`` and ``runs[r]["steps"]`` change), or is marked inactive when
+    none does. Returns False when no active run has a candidate left (nothing was tried).
+    """
+    idx = np.flatnonzero(active)
+    mask, linear = current.mask.cpu(), current.linear.cpu()  # one copy per step, read entry by entry
+    cands = [(r, c) for r in idx for c in removal_candidates(mask[..., r], linear[:, r])]
+    if not cands:
+        return False
+    trial = current.select([r for r, _ in cands])
+    with torch.no_grad():
+        for j, (_, c) in enumerate(cands):
+            if c[0] == "node":
+                trial.mask[c[1], c[2], j] = 0.0
+            else:
+                trial.linear[c[1], j] = True
+    ok, loss = fit_masked(trial, X, y, finetune_epochs, lr)
+    ok, loss = ok.numpy(), loss.numpy()
+    chosen = []
+    for r in idx:
+        js = [j for j, (rr, _) in enumerate(cands) if rr == r and ok[j]]
+        if not js:
+            active[r] = False
+            continue
+        score = 1.0 / np.maximum(loss[js], 1e-12)
+        chosen.append((r, js[rng.choice(len(js), p=score / score.sum())]))
+        runs[r]["steps"] += 1
+    if chosen:
+        rows, picks = [r for r, _ in chosen], [j for _, j in chosen]
+        current.assign(rows, trial.select(picks))
+    return True
+
+
 def deep_prune(n: int, width: int, depth: int, trainings: int, prunings: int, epochs: int,
                finetune_epochs: int, alpha: float = 0.1, lr: float = 0.025, seed: int = 0,
                progress: bool = True, max_steps: int | None = None, device=None) -> dict:
@@ -334,32 +378,8 @@ def deep_prune(n: int, width: int, depth: int, trainings: int, prunings: int, ep
     limit = max_steps or depth * width
     bar = tqdm(total=limit, desc=f"deep pruning n={n}", disable=not progress)
     for _ in range(limit):
-        idx = np.flatnonzero(active)
-        mask, linear = current.mask.cpu(), current.linear.cpu()  # one copy per step, read entry by entry
-        cands = [(r, c) for r in idx for c in removal_candidates(mask[..., r], linear[:, r])]
-        if not cands:
+        if not _deep_prune_step(current, active, runs, X, y, finetune_epochs, lr, rng):
             break
-        trial = current.select([r for r, _ in cands])
-        with torch.no_grad():
-            for j, (_, c) in enumerate(cands):
-                if c[0] == "node":
-                    trial.mask[c[1], c[2], j] = 0.0
-                else:
-                    trial.linear[c[1], j] = True
-        ok, loss = fit_masked(trial, X, y, finetune_epochs, lr)
-        ok, loss = ok.numpy(), loss.numpy()
-        chosen = []
-        for r in idx:
-            js = [j for j, (rr, _) in enumerate(cands) if rr == r and ok[j]]
-            if not js:
-                active[r] = False
-                continue
-            score = 1.0 / np.maximum(loss[js], 1e-12)
-            chosen.append((r, js[rng.choice(len(js), p=score / score.sum())]))
-            runs[r]["steps"] += 1
-        if chosen:
-            rows, picks = [r for r, _ in chosen], [j for _, j in chosen]
-            current.assign(rows, trial.select(picks))
         bar.update(1)
         if not active.any():
             break

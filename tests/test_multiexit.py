@@ -846,3 +846,45 @@ def test_optimiser_divides_the_rate_by_ten_at_the_milestones():
         opt.step()
         sched.step()
     assert rates == pytest.approx([0.4] * 4 + [0.04] * 2 + [0.004] * 2)
+
+
+def test_chapter_05_coverage_numbers_equal_the_committed_full_run():
+    """The Coverage table of chapters/05_multi_exit.ipynb quotes the committed full run's numbers as typed
+    text (issue 32, review finding 6): each must equal results/multi_exit/full.json, so that a new full run
+    that changes them fails here until the notes are updated."""
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    nb = json.loads((root / "chapters" / "05_multi_exit.ipynb").read_text())
+    cov = next("".join(c["source"]) for c in nb["cells"]
+               if c["cell_type"] == "markdown" and "".join(c["source"]).startswith("## Coverage"))
+    m = json.loads((root / "results" / "multi_exit" / "full.json").read_text())["metrics"]
+    x1 = {int(X): np.asarray(g["per_exit"])[:, 0] for X, g in m["data_size_gain_per_seed"].items()}
+    xs = sorted(x1)
+    quoted = [  # the text as typed in the Coverage table, rebuilt from the full run's values
+        "(+{:.2f} points)".format(m["gain_per_exit"][0]),
+        "$X$ = 50 (+{:.2f})".format(x1[50].mean()),
+        "15 (+{:.2f})".format(x1[15].mean()),
+        "30 (+{:.2f})".format(x1[30].mean()),
+        "100 (+{:.2f})".format(x1[100].mean()),
+        "largest seed (+{:.2f}; the other 29 average +{:.2f})".format(x1[50].max(), np.sort(x1[50])[:-1].mean()),
+        "beats the largest by {:.1f} points".format(x1[xs[0]].mean() - x1[xs[-1]].mean()),
+        "({:.1f} to {:.1f}, {:.2f} points)".format(m["DS_per_exit"][0], m["DS_per_exit"][-1], m["ds_last_minus_exit1"]),
+        "slips from {:.1f} to {:.1f}".format(m["DS_budget"][0], m["DS_budget"][-1]),
+        "changes by {:.2f} points ({:.2f} to {:.2f}; 30 seeds)".format(
+            m["d_last_minus_exit1"], m["D_per_exit"][0], m["D_per_exit"][-1]),
+        "is +{:.2f} points".format(m["ds_minus_d_anytime_all"]),
+        "grows to about {:.1f}".format(np.mean(m["tau_final"])),
+        "by {:.2f} points (5 seeds".format(m["anneal_minus_T1_exit1"]),
+        "{:.2f} points against $T=3$ and {:.2f} against $T=4$".format(
+            m["anneal_minus_T3_exit1"], m["anneal_minus_T4_exit1"]),
+        "at most {:.2f} points".format(m["teacher_max_diff"]),
+        "up to {:.2f} points over D".format(m["ds_minus_d_budget_max"]),
+        "costs {:.2f} times budget mode".format(m["time_ratio_anytime_budget_last"]),
+    ]
+    assert len(m["D_per_exit_per_seed"]) == 30
+    missing = [text for text in quoted if text not in cov]
+    assert not missing, f"Coverage numbers that differ from results/multi_exit/full.json: {missing}"
+    # and the comparison can fail: a quoted number one digit off is missing
+    assert quoted[0].replace(f"{m['gain_per_exit'][0]:.2f}", f"{m['gain_per_exit'][0] + 0.01:.2f}") not in cov

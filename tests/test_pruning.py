@@ -902,6 +902,25 @@ def test_loss_plateaus_finds_the_steps_of_a_staircase():
     assert [round(lv, 6) for _, _, lv in P.loss_plateaus(curve, 10, 0.02, 100, floor=0.5)] == [0.6]
 
 
+def test_loss_plateaus_skip_start_drops_the_starting_level_not_the_saddles():
+    # the review's curve: the loss sits at its starting level 0.69 for 400 epochs, then on saddles at 0.45
+    # (500 epochs) and 0.30 (600 epochs), then decays to zero. Counted with the start, three plateaus; the
+    # thesis' "two saddle points" are the last two, which skip_start keeps.
+    curve = np.concatenate([np.full(400, 0.69), np.full(500, 0.45), np.full(600, 0.30),
+                            0.30 * 0.98 ** np.arange(1, 501)])
+    every = P.loss_plateaus(curve, window=20, rel_tol=0.02, min_length=100)
+    assert [(a, lv) for a, _, lv in every] == [(0, 0.69), (400, 0.45), (900, 0.30)]
+    saddles = P.loss_plateaus(curve, window=20, rel_tol=0.02, min_length=100, skip_start=True)
+    assert saddles == every[1:] and [lv for _, _, lv in saddles] == [0.45, 0.30]
+    # a curve that falls from its first epoch has no starting plateau: skip_start keeps both saddles
+    falling = np.concatenate([np.linspace(0.9, 0.46, 50), curve[400:]])
+    assert [lv for _, _, lv in P.loss_plateaus(falling, 20, 0.02, 100, skip_start=True)] == [0.45, 0.30]
+    # a flat start merged with a first saddle of the same level is one plateau from epoch 0: dropped whole
+    assert P.loss_plateaus(np.full(300, 0.5), 4, 0.02, 100, skip_start=True) == []
+    with pytest.raises(ValueError, match=r"^skip_start must be a bool, got 1$"):
+        P.loss_plateaus(curve, 20, 0.02, 100, skip_start=1)
+
+
 def test_loss_plateaus_ignores_the_approach_to_zero_and_merges_a_wobble():
     # after solving, the loss shrinks by a steady fraction: 1% per epoch is 9.6% per window of 10, not flat at
     # rel_tol 0.05, however small the absolute change; at rel_tol 0.1 it is
