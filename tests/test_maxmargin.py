@@ -786,6 +786,17 @@ def test_table31_cnn_layers_init_and_features():
     assert (feats[-1] < 0).any()  # no ReLU on the output
     assert torch.allclose(net(X), feats[-1][:, 0]) and net(X).shape == (4,)
     assert net.features(torch.empty(0, 1, 12, 12))[-1].shape == (0, 1)
+    # pre_activation=True: layer l before its ReLU, computed by hand (Fig. 3.3's h^{1:l}, eq. 3.30)
+    pre, h = net.features(X, pre_activation=True), X
+    assert torch.equal(pre[0], X.flatten(1)) and len(pre) == 9
+    for i, layer in enumerate(net.layers):
+        z = layer(h.flatten(1) if isinstance(layer, torch.nn.Linear) else h)
+        assert torch.allclose(pre[i + 1], z.flatten(1), atol=1e-6), i
+        assert torch.allclose(torch.relu(pre[i + 1]) if i < 7 else pre[i + 1], feats[i + 1], atol=1e-6), i
+        h = torch.relu(z) if i < 7 else z
+    assert all((p < 0).any() for p in pre[1:8])  # the ReLU has not been applied
+    with pytest.raises(ValueError, match="^pre_activation must be a bool"):
+        net.features(X, pre_activation=1)
 
 
 def test_train_adam_first_epoch_loss_is_the_initial_loss():
