@@ -174,12 +174,12 @@ SWEEP_PENDING = {
     "02_inductive_bias": "lib.maxmargin's full-dimensional sectors and the rebuilt checks (issue 32)",
     "03_mutual_autoencoder": "the Thm 4.1 check with independent draws, longer text and categorical runs (issue 32)",
     "04_distillation": "one max-margin solver, the DKW-sized KS check, binomial p-values (issue 32)",
-    "05_multi_exit": "30 EW/D and 8 DS seeds for room (issue 32)",
+    "05_multi_exit": "30 EW/D and 8 DS seeds for room; check 5's lower bound on the tempered confidence (issue 32)",
     "06_boolean_swaps": "eqs. (3.14)-(3.18) checked against the derivatives of (3.13) (issue 32)",
     "06_boolean_swaps_higher_dims": "the Fig. 3.7 grid check reads the full run (check_full_run, issue 32)",
-    "06_boolean_swaps_pruning": "stronger pruning experiments and the plateau count of Fig. 3.10 (issue 32)",
-    "09_student_specialisation": "the Fig. 3 check measures Theorem 2's own quantity (its sweep of f3db7a2 showed "
-                                 "the old ratio thin: 3.0 sd mean, 0.07 sd smallest; issue 34)",
+    "06_boolean_swaps_pruning": "stronger pruning experiments; Fig. 3.10's saddles counted without the start (issue 32)",
+    "09_student_specialisation": "the Fig. 3 check, thin in the sweep of f3db7a2 (3.0 sd mean, 0.07 sd smallest), "
+                                 "became a report over 25 draws, verdict not reproduced (issue 34)",
 }
 
 
