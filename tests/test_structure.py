@@ -157,6 +157,8 @@ def test_committed_results_have_provenance():
             continue
         if path.name == "seeds.json":  # a seed sweep (lib.sweep) is of the quick scale
             assert record["provenance"]["scale"] == "quick", path
+        elif path.stem.endswith("_draws"):  # quick-scale per-draw evidence a chapter reads (made by the script beside it)
+            assert record["provenance"]["scale"] == "quick" and (path.parent / f"{path.stem}.py").exists(), path
         else:
             assert record["provenance"]["scale"] == path.stem != "quick", path
         for key in ("seeds", "git_commit", "date_utc", "machine", "wall_time_s"):
