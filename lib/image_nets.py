@@ -39,6 +39,8 @@ import copy
 
 import numpy as np
 import torch
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
 from torch import nn
 
 from lib import validate as V
@@ -341,8 +343,9 @@ def region_labels(keys, p: int, tol: float = 0.0) -> np.ndarray:
     """Regions of a ``p x p`` grid (rows of ``keys`` in raster order, ``(p*p, k)``) by raster-neighbour
     merging: each point joins the region of its left neighbour and of its neighbours above-left, above
     and above-right whose keys agree, i.e. ``max|key_a - key_b| <= tol * scale`` with ``scale`` the
-    largest ``|key|`` of the grid (``tol = 0``: exact equality, for activation patterns). Union-find
-    makes regions that meet later one region. Returns labels ``(p, p)`` numbered 0.. in raster order;
+    largest ``|key|`` of the grid (``tol = 0``: exact equality, for activation patterns). Regions that
+    meet later are one region (the connected components of the graph of agreeing neighbours, what
+    union-find over the links gives; computed with ``scipy.sparse.csgraph``). Returns labels ``(p, p)`` numbered 0.. in raster order;
     the count is ``labels.max() + 1``.
 
     This is *not* the thesis' scheme (§6.3, Fig. 6.12), which compares a point with its left neighbour
@@ -360,33 +363,26 @@ def region_labels(keys, p: int, tol: float = 0.0) -> np.ndarray:
     keys = keys.astype(np.float64, copy=False)
     K = keys.reshape(p, p, -1)
     bound = tol * float(np.abs(keys).max()) if keys.size else 0.0
-    parent = np.arange(p * p)
-
-    def find(i):
-        root = i
-        while parent[root] != root:
-            root = parent[root]
-        while parent[i] != root:
-            parent[i], i = root, parent[i]
-        return root
 
     def same(a, b):
         return np.abs(a - b).max(-1) <= bound if a.shape[-1] else np.ones(a.shape[:-1], bool)
 
-    links = []  # (offset_row, offset_col) of already-visited neighbours
+    links = []  # pairs (point, already-visited neighbour: left, above-left, above, above-right) with agreeing keys
     for dr, dc in ((0, -1), (-1, -1), (-1, 0), (-1, 1)):
         r0, r1 = max(0, -dr), p
         c0, c1 = max(0, -dc), p - max(0, dc)
         ok = same(K[r0:r1, c0:c1], K[r0 + dr:r1 + dr, c0 + dc:c1 + dc])
         rr, cc = np.nonzero(ok)
         links.append(np.stack([(rr + r0) * p + cc + c0, (rr + r0 + dr) * p + cc + c0 + dc], 1))
-    for a, b in np.concatenate(links):
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
-    roots = np.array([find(i) for i in range(p * p)])
-    _, labels = np.unique(roots, return_inverse=True)
-    return labels.reshape(p, p)
+    links = np.concatenate(links)
+    # the regions are the connected components of the graph of agreeing neighbours (what union-find over the links
+    # gives), numbered in raster order of their first point
+    graph = coo_matrix((np.ones(len(links)), (links[:, 0], links[:, 1])), shape=(p * p, p * p))
+    comp = connected_components(graph, directed=False)[1]
+    _, first = np.unique(comp, return_index=True)
+    order = np.empty(len(first), dtype=np.int64)
+    order[np.argsort(first)] = np.arange(len(first))
+    return order[comp].reshape(p, p)
 
 
 def dense_plane_params(net: nn.Module, origin, e1, e2) -> list:
