@@ -15,6 +15,7 @@ import gzip
 import hashlib
 import os
 import pickle
+import re
 import tarfile
 import tempfile
 import urllib.request
@@ -193,7 +194,18 @@ def md5sum(path: Path) -> str:
 
 
 def fetch(url: str, path: Path, md5: str, timeout: float = 60.0) -> Path:
-    """Download ``url`` to ``path`` unless a file with the right checksum is there; verify the MD5."""
+    """Download ``url`` to ``path`` unless a file with the right checksum is there; verify the MD5.
+
+    ``path`` may be a ``str`` or a ``Path``; ``md5`` is 32 hexadecimal digits; ``timeout`` > 0 seconds."""
+    V.instance(url, "url", str, "a str (an http(s) URL)")
+    if not url.startswith(("http://", "https://")):
+        raise V.ArgumentValueError(f"url must be an http(s) URL, got {url!r}")
+    if not isinstance(path, (str, os.PathLike)) or not str(path):
+        raise V.ArgumentTypeError(f"path must be a str or os.PathLike naming a file, got {V.describe(path)}")
+    if not isinstance(md5, str) or not re.fullmatch(r"[0-9a-f]{32}", md5):
+        raise V.ArgumentValueError(f"md5 must be 32 lowercase hexadecimal digits, got {md5!r}")
+    V.positive(timeout, "timeout")
+    path = Path(path)
     if path.exists() and md5sum(path) == md5:
         return path
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 
 from lib import validate as V
-from lib.scale import SCALES, current_scale, paper_smoke, seed_offset
+from lib.scale import CHAPTER_KEYS, SCALES, current_scale, paper_smoke, seed_offset
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 RESULTS_DIR = REPO_ROOT / "results"
@@ -100,8 +100,12 @@ def _check_chapter(chapter: str) -> None:
 
 
 def results_path(chapter: str, scale: str = "full", root: Path | None = None) -> Path:
-    """``results/<chapter>/<scale>.json``."""
+    """``results/<chapter>/<scale>.json``; under the book's own ``results/`` (``root=None``) the chapter
+    must be one of :data:`lib.scale.CHAPTER_KEYS`, so that a typo cannot write (or read) a new folder."""
     _check_chapter(chapter)
+    if root is None and chapter not in CHAPTER_KEYS:
+        raise ValueError(f"chapter must be one of lib.scale.CHAPTER_KEYS to use the book's results/, "
+                         f"got {chapter!r}")
     if scale not in SCALES:
         raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
     return (root or RESULTS_DIR) / chapter / f"{scale}.json"

@@ -36,6 +36,16 @@ from lib import validate as V
 
 SCALES = ("quick", "full", "paper")
 DEVICES = ("auto", "cpu", "cuda", "mps")
+#: The chapter key of every chapter notebook: its ``ChapterScales`` name and its folder under ``results/``
+#: (``tests/test_scale.py`` checks the list against results/). A new chapter adds its key here.
+CHAPTER_KEYS = (
+    "how_to_read", "parametric_equivalence", "inductive_bias", "mutual_autoencoder", "distillation",
+    "multi_exit", "boolean_swaps", "boolean_higher_dims", "boolean_pruning", "circle_vs_annulus",
+    "circle_vs_annulus_higher_dims", "local_linearity", "local_linearity_image_networks",
+    "local_linearity_comparisons", "student_specialisation", "student_specialisation_deep",
+    "optimization_landscape", "optimization_landscape_sublevel_sets", "optimization_landscape_skip_connections",
+    "optimization_landscape_decision_regions",
+)
 SEED_STRIDE = 1000  # seeds of REPRO_SEED=k are k*1000 + i: disjoint from other k for i < 1000
 
 T = TypeVar("T")
@@ -218,6 +228,9 @@ class ChapterScales(Generic[T]):
         V.instance(self.chapter, "chapter", str, "a str (the chapter key)")
         if not self.chapter or not self.chapter.replace("_", "").isalnum():
             raise ValueError(f"chapter key must be a non-empty identifier, got {self.chapter!r}")
+        if self.chapter not in CHAPTER_KEYS:
+            raise ValueError(f"chapter key must be one of lib.scale.CHAPTER_KEYS (a new chapter adds its key "
+                             f"there), got {self.chapter!r}")
         kinds = {type(self.quick), type(self.full), type(self.paper)}
         if len(kinds) != 1:
             raise ValueError(f"quick, full and paper configs must share one type, got {kinds}")

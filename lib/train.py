@@ -48,11 +48,22 @@ class History:
         return float(last) if last.ndim == 0 else last
 
 
+def _squeeze_last(shape) -> tuple:
+    """A shape without a trailing axis of length 1: one output per point may come as (..., n, 1) or (..., n)."""
+    shape = tuple(shape)
+    return shape[:-1] if shape and shape[-1] == 1 else shape
+
+
 def _targets_like(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
-    """``y`` shaped like ``out`` (n_models, n, ...): per-model targets, or shared ones broadcast."""
-    if y.numel() == out.numel():
+    """``y`` shaped like ``out`` (n_models, n, ...): per-model targets, or shared ones broadcast.
+
+    ``y``'s shape must be ``out``'s or one model's ``out.shape[1:]``, up to a trailing axis of length
+    1 on either side (targets ``(n,)`` for outputs ``(n_models, n, 1)``); the same number of entries in
+    another arrangement (``(n, 2)`` for ``(n_models, 2, n)``) is refused, not reshaped."""
+    want, got = _squeeze_last(out.shape), _squeeze_last(y.shape)
+    if got == want:
         return y.reshape(out.shape)
-    if y.numel() * out.shape[0] == out.numel():
+    if got == want[1:]:
         return y.reshape(out.shape[1:]).expand_as(out)
     raise ValueError(f"targets of shape {tuple(y.shape)} match neither the outputs {tuple(out.shape)} "
                      f"nor one model's outputs {tuple(out.shape[1:])}")

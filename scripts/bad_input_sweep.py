@@ -334,7 +334,7 @@ def _specs():
     ypm = lambda: torch.tensor([1.0, -1.0] * 4)
     cfg_me = lambda: __import__("dataclasses").replace(ME.CONFIGS.quick, epochs=1, batch_size=4)
     root = Path(__import__("tempfile").mkdtemp())
-    scales = lambda: S.ChapterScales("x", quick=1, full=2, paper=3)
+    scales = lambda: S.ChapterScales("how_to_read", quick=1, full=2, paper=3)
     ring = lambda: [(np.array([[1.0, 0.0], [-1.0, 0.0], [0.0, 1.0], [0.0, -1.0]]), np.full(4, -1.0)),
                     (np.full((1, 4), -1.0), np.array([1.5]))]
     leak = lambda: lib["annulus_training"].LeakEnsemble([3, 4, 1], [0, 1], np.array([0.0, 0.1]))
@@ -535,7 +535,7 @@ def _specs():
         ("scale", "on_device", lambda: dict(model=(bm(), "model"), device=("cpu", "choice"))),
         ("scale", "seeds", lambda: dict(n=(3, C))),
         ("scale", "set_threads", lambda: dict(n=(1, C))),
-        ("scale", "ChapterScales", lambda: dict(chapter=("x", "str"), quick=(1, None), full=(2, None), paper=(3, None))),
+        ("scale", "ChapterScales", lambda: dict(chapter=("how_to_read", "str"), quick=(1, None), full=(2, None), paper=(3, None))),
         ("scale", "banner", lambda: dict(chapter=(scales(), "model"))),
         # pruning
         ("pruning", "best_cell_entry", lambda: dict(cell=({"per_parent": [(3, 2), (2, 5), (2, 7)]}, "dict"))),

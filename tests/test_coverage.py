@@ -1,6 +1,6 @@
-"""Every chapter's Coverage table (lib.coverage) and the introduction's counts computed from them."""
+"""lib.coverage: parsing the chapters' Coverage tables and counting their verdicts (the book's own
+chapters are checked in tests/test_structure.py, which mutation testing leaves out)."""
 
-import json
 import re
 from collections import Counter
 from pathlib import Path
@@ -9,9 +9,6 @@ import nbformat
 import pytest
 
 from lib import coverage as C
-
-ROOT = Path(__file__).resolve().parent.parent
-CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
 
 GOOD = """## Coverage
 
@@ -91,34 +88,3 @@ def test_counts_are_per_chapter_over_its_sections(tmp_path):
     assert table[4] == "| **all chapters** | **12** | **4** | **3** | **2** | **3** |"
     with pytest.raises(C.CoverageError, match="starts with its number"):
         C.chapter_of(Path("intro.ipynb"))
-
-
-# --- the book's own chapters ------------------------------------------------------------------------
-
-@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
-def test_every_chapter_ends_with_its_coverage_table(path):
-    rows = C.notebook_rows(path)
-    assert rows, f"{path.name}: the Coverage table has no rows"
-    items = [r.item for r in rows]
-    assert len(items) == len(set(items)), f"{path.name}: items listed twice: {[i for i in items if items.count(i) > 1]}"
-
-
-def _verdicts_by_regex(path: Path) -> list[str]:
-    """An independent count: the third cell of every table row after the last '## Coverage' heading."""
-    cells = json.loads(path.read_text())["cells"]
-    text = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
-    section = text[text.rindex("\n## Coverage") if "\n## Coverage" in text else text.index("## Coverage"):]
-    rows = [ln for ln in section.splitlines() if ln.startswith("|")][2:]
-    return [re.sub(r"[*_`]", "", re.split(r"(?<!\\)\|", ln)[3]).strip().lower() for ln in rows]
-
-
-def test_the_introduction_shows_the_counts_of_the_tables():
-    assert "```{coverage-summary}" in (ROOT / "intro.md").read_text(), "intro.md must render the coverage summary"
-    shown = C.summary_markdown(ROOT / "chapters")
-    by_chapter: dict[str, Counter] = {}
-    for path in CHAPTERS:
-        by_chapter.setdefault(path.name[:2], Counter()).update(_verdicts_by_regex(path))
-    for chapter, counts in by_chapter.items():
-        line = next(ln for ln in shown.splitlines() if ln.startswith(f"| {chapter} "))
-        numbers = [int(x) for x in line.strip("|").split("|")[1:]]
-        assert numbers == [sum(counts.values())] + [counts[v] for v in C.VERDICTS], (chapter, line, counts)

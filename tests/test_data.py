@@ -85,6 +85,24 @@ def test_fetch_verifies_checksum(tmp_path, monkeypatch):
     assert ok.read_bytes() == b"tampered"
 
 
+def test_fetch_takes_a_str_path_and_refuses_bad_arguments(tmp_path, monkeypatch):
+    import hashlib
+    import io
+
+    monkeypatch.setattr(urllib.request, "urlopen", lambda *a, **k: io.BytesIO(b"payload"))
+    good = hashlib.md5(b"payload").hexdigest()
+    assert data.fetch("https://example.invalid/a", str(tmp_path / "a"), good) == tmp_path / "a"
+    assert (tmp_path / "a").read_bytes() == b"payload"
+    for kwargs, match in [({"url": "ftp://x/a"}, r"^url must be an http\(s\) URL"), ({"url": 3}, r"^url "),
+                          ({"path": None}, r"^path must be a str or os.PathLike"), ({"path": ""}, r"^path "),
+                          ({"md5": "XYZ"}, r"^md5 must be 32 lowercase hexadecimal digits"),
+                          ({"md5": good.upper()}, r"^md5 "), ({"timeout": 0}, r"^timeout ")]:
+        args = {"url": "https://example.invalid/b", "path": tmp_path / "b", "md5": good, "timeout": 5.0, **kwargs}
+        with pytest.raises(ValueError, match=match):
+            data.fetch(**args)
+    assert not (tmp_path / "b").exists()
+
+
 def test_mnist_parser_reads_idx(tmp_path):
     import gzip
 

@@ -64,7 +64,7 @@ def test_setup_prints_banner(capsys):
     @dataclass(frozen=True)
     class C:
         k: int = 1
-    notebook.setup(ChapterScales("demo", quick=C(), full=C(2), paper=C(3)))
+    notebook.setup(ChapterScales("how_to_read", quick=C(), full=C(2), paper=C(3)))
     assert "scale = 'quick'" in capsys.readouterr().out
     with pytest.raises(ValueError):
         notebook.setup("demo")
@@ -79,12 +79,12 @@ def test_setup_pins_repro_threads_and_starts_the_check_record(monkeypatch, capsy
     @dataclass(frozen=True)
     class C:
         k: int = 1
-    chapter = ChapterScales("demo", quick=C(), full=C(2), paper=C(3))
+    chapter = ChapterScales("how_to_read", quick=C(), full=C(2), paper=C(3))
     monkeypatch.setenv("REPRO_THREADS", "2")
     checks.RECORDS.append({"check": "stale"})
     try:
         notebook.setup(chapter)
-        assert torch.get_num_threads() == 2 and checks.RECORDS == [{"chapter": "demo"}]
+        assert torch.get_num_threads() == 2 and checks.RECORDS == [{"chapter": "how_to_read"}]
         notebook.setup(chapter, threads=1)  # an explicit count wins
         assert torch.get_num_threads() == 1
     finally:

@@ -62,7 +62,7 @@ def test_save_rejects_bad_input(tmp_path, monkeypatch, kwargs, match):
 
 def test_results_path_rejects_unknown_scale():
     with pytest.raises(ValueError, match="scale must be one of"):
-        results.results_path("demo", "medium")
+        results.results_path("how_to_read", "medium")
 
 
 def test_table_markdown():
@@ -129,7 +129,7 @@ def test_setup_refuses_a_dirty_full_run_before_training(monkeypatch, commit):
     monkeypatch.delenv("REPRO_ALLOW_DIRTY", raising=False)
     commit("abc123-dirty")
     with pytest.raises(results.DirtyTreeError):
-        setup(ChapterScales("demo", quick=1, full=2, paper=3))
+        setup(ChapterScales("how_to_read", quick=1, full=2, paper=3))
 
 
 def test_git_commit_ignores_run_outputs_under_results(tmp_path):
@@ -169,14 +169,14 @@ def test_record_file_layout_and_provenance(tmp_path, monkeypatch, capsys):
     replaced = []
     real_replace = os.replace
     monkeypatch.setattr(results.os, "replace", lambda src, dst: (replaced.append(src), real_replace(src, dst)))
-    path = results.save_results("demo", {"b": 1, "a": True}, seeds=[3], wall_time_s=1.23456)
-    assert capsys.readouterr().out == "saved results/demo/full.json\n"
+    path = results.save_results("how_to_read", {"b": 1, "a": True}, seeds=[3], wall_time_s=1.23456)
+    assert capsys.readouterr().out == "saved results/how_to_read/full.json\n"
     assert os.path.dirname(replaced[0]) == str(path.parent)  # the temporary sits beside the target (atomic rename)
     text = path.read_text()
     record = json.loads(text)
     assert text == json.dumps(record, indent=1, sort_keys=True) + "\n"
     assert list(record) == ["chapter", "config", "metrics", "provenance"]
-    assert record["chapter"] == "demo" and record["config"] is None and record["metrics"] == {"a": True, "b": 1}
+    assert record["chapter"] == "how_to_read" and record["config"] is None and record["metrics"] == {"a": True, "b": 1}
     prov = record["provenance"]
     assert prov["date_utc"].endswith("+00:00")
     assert {k: prov[k] for k in ("scale", "seed_offset", "seeds", "git_commit", "wall_time_s")} == \
@@ -185,8 +185,8 @@ def test_record_file_layout_and_provenance(tmp_path, monkeypatch, capsys):
                                "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(),
                                "python": platform.python_version(), "torch": torch.__version__,
                                "numpy": np.__version__}
-    results.save_results("demo", {"b": 2}, seeds=[3], wall_time_s=1.0)  # the directory exists now: fine
-    assert results.load_results("demo")["metrics"] == {"b": 2}
+    results.save_results("how_to_read", {"b": 2}, seeds=[3], wall_time_s=1.0)  # the directory exists now: fine
+    assert results.load_results("how_to_read")["metrics"] == {"b": 2}
 
 
 def test_provenance_states_the_scale_it_is_given():
@@ -269,7 +269,14 @@ def test_dirty_refusal_says_how_to_proceed(monkeypatch, commit):
 
 
 def test_defaults_of_the_path_and_the_table(tmp_path):
-    assert results.results_path("demo") == results.RESULTS_DIR / "demo" / "full.json"
+    assert results.results_path("how_to_read") == results.RESULTS_DIR / "how_to_read" / "full.json"
+    for unknown in ("demo", "boolean_swap"):  # no such chapter: the book's results/ refuses it, a given root not
+        with pytest.raises(ValueError, match=r"^chapter must be one of lib.scale.CHAPTER_KEYS to use the book's results/"):
+            results.results_path(unknown)
+        with pytest.raises(ValueError, match="CHAPTER_KEYS"):
+            results.load_results(unknown)
+        with pytest.raises(ValueError, match="CHAPTER_KEYS"):
+            results.save_results(unknown, {"a": 1}, seeds=[0], wall_time_s=1.0)
     assert results.results_path("demo", "paper", root=tmp_path) == tmp_path / "demo" / "paper.json"
     data = results.paper_vs_ours([{"quantity": "q", "paper": 0.123456}]).data
     assert "| 0.123 |" in data

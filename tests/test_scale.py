@@ -11,7 +11,7 @@ class Cfg:
     n: int
 
 
-CH = scale.ChapterScales("demo", quick=Cfg(1), full=Cfg(2), paper=Cfg(3))
+CH = scale.ChapterScales("how_to_read", quick=Cfg(1), full=Cfg(2), paper=Cfg(3))
 
 
 def test_default_scale_is_quick(monkeypatch):
@@ -61,7 +61,7 @@ def test_bad_seed_index():
 
 def test_chapter_scales_validation():
     with pytest.raises(ValueError, match="one type"):
-        scale.ChapterScales("x", quick=Cfg(1), full={"n": 2}, paper=Cfg(3))
+        scale.ChapterScales("how_to_read", quick=Cfg(1), full={"n": 2}, paper=Cfg(3))
     with pytest.raises(ValueError, match="identifier"):
         scale.ChapterScales("bad name", quick=Cfg(1), full=Cfg(2), paper=Cfg(3))
 
@@ -159,7 +159,10 @@ def test_chapter_scales_messages_and_selection():
     for bad in ("", "a-b", "_", "__"):
         with pytest.raises(ValueError, match="chapter key must be a non-empty identifier"):
             scale.ChapterScales(bad, quick=Cfg(1), full=Cfg(2), paper=Cfg(3))
-    assert scale.ChapterScales("a_b1", quick=Cfg(1), full=Cfg(2), paper=Cfg(3)).chapter == "a_b1"
+    with pytest.raises(ValueError, match=r"^chapter key must be one of lib.scale.CHAPTER_KEYS .*got 'a_b1'$"):
+        scale.ChapterScales("a_b1", quick=Cfg(1), full=Cfg(2), paper=Cfg(3))  # a well-formed key no chapter has
+    for key in scale.CHAPTER_KEYS:
+        assert scale.ChapterScales(key, quick=Cfg(1), full=Cfg(2), paper=Cfg(3)).chapter == key
     assert [CH.for_scale(s).n for s in scale.SCALES] == [1, 2, 3]
 
 
@@ -168,7 +171,7 @@ def test_banner_states_every_setting(monkeypatch):
     monkeypatch.setenv("REPRO_SCALE", "full")
     monkeypatch.delenv("REPRO_DEVICE", raising=False)
     text = scale.banner(CH)
-    assert text.startswith("Chapter 'demo': scale = 'full', seed offset REPRO_SEED = 4, threads REPRO_THREADS = 1, "
+    assert text.startswith("Chapter 'how_to_read': scale = 'full', seed offset REPRO_SEED = 4, threads REPRO_THREADS = 1, "
                            "device REPRO_DEVICE = auto -> cpu.\n")
     assert text.split("\n", 1)[1] == (
         "Config: Cfg(n=2)\n"
@@ -280,21 +283,21 @@ class Run:
 
 
 def test_chapter_scales_in_a_smoke_run(monkeypatch):
-    ch = scale.ChapterScales("demo", quick=Run(steps=1), full=Run(steps=2), paper=Run())
+    ch = scale.ChapterScales("how_to_read", quick=Run(steps=1), full=Run(steps=2), paper=Run())
     monkeypatch.setenv("REPRO_SCALE", "paper")
     assert ch.current == Run() and ch.for_scale("paper") == Run()
     monkeypatch.setenv("REPRO_PAPER_SMOKE", "1")
     assert ch.current == Run(steps=10) == ch.for_scale("paper") == smoke.smoke_config(Run())
     assert ch.for_scale("full") == Run(steps=2) and ch.paper == Run()  # only the paper config shrinks
-    monkeypatch.setitem(smoke.SMOKE_OVERRIDES, "demo", {"steps": smoke.QUICK})
+    monkeypatch.setitem(smoke.SMOKE_OVERRIDES, "how_to_read", {"steps": smoke.QUICK})
     assert ch.current == Run(steps=1)                  # the chapter's key and its quick config reach lib.smoke
     text = scale.banner(ch)
     assert text.startswith("PAPER-SMOKE RUN (REPRO_PAPER_SMOKE=1, a test of the code path, not a result): "
                            "synthetic stand-ins for the downloads and a few steps; its numbers mean nothing and "
-                           "nothing is saved under results/.\nChapter 'demo': scale = 'paper'")
+                           "nothing is saved under results/.\nChapter 'how_to_read': scale = 'paper'")
     assert "Config: Run(steps=1, width=256)" in text
     monkeypatch.setenv("REPRO_PAPER_SMOKE", "0")
-    assert scale.banner(ch).startswith("Chapter 'demo': scale = 'paper'")
+    assert scale.banner(ch).startswith("Chapter 'how_to_read': scale = 'paper'")
 
 
 @pytest.mark.parametrize("cuda,mps", [(True, False), (False, True), (True, True), (False, False)])
@@ -354,3 +357,20 @@ def test_on_device_moves_the_model_there_and_back_also_after_a_failure(monkeypat
         scale.on_device("abc")
     assert scale.model_device(torch.nn.ReLU()) == torch.device("cpu")
     assert scale.model_device(model.to("meta")) == torch.device("meta")
+
+
+def test_chapter_keys_are_the_results_folders_and_the_chapters_keys():
+    """Every key has its folder under results/ and a notebook (or lib module) that declares it, and back."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    folders = {p.name for p in (root / "results").iterdir() if p.is_dir() and p.name != "gpu_check"}
+    assert folders == set(scale.CHAPTER_KEYS)
+    import nbformat
+
+    sources = [c.source for p in root.glob("chapters/*.ipynb") for c in nbformat.read(p, 4).cells]
+    sources += [p.read_text() for p in root.glob("lib/*.py")]
+    declared = {k for text in sources for k in re.findall(r'ChapterScales\(\s*"([a-z_0-9]+)"', text)}
+    assert declared == set(scale.CHAPTER_KEYS)
+    assert len(scale.CHAPTER_KEYS) == len(set(scale.CHAPTER_KEYS))

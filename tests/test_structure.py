@@ -1,12 +1,16 @@
 """The book's structure: table of contents, notebook hygiene, the chapter anatomy (BOOK_DESIGN.md)."""
 
 import ast
+import json
 import re
+from collections import Counter
 from pathlib import Path
 
 import nbformat
 import pytest
 import yaml
+
+from lib import coverage
 
 ROOT = Path(__file__).resolve().parent.parent
 CHAPTERS = sorted((ROOT / "chapters").glob("*.ipynb"))
@@ -145,7 +149,6 @@ def test_requirements_pin_torch_and_jupyter_book_1():
 
 
 def test_committed_results_have_provenance():
-    import json
 
     for path in (ROOT / "results").glob("*/*.json"):
         record = json.loads(path.read_text())
@@ -164,7 +167,6 @@ def test_committed_results_have_provenance():
 def test_seed_sweep_is_recorded_and_current(path):
     """Every chapter notebook has a committed seed sweep (lib.sweep) of its current version: 20 seeds
     on one thread and 5 on two, all passing, from a clean commit."""
-    import json
     import subprocess
 
     records = [json.loads(p.read_text()) for p in (ROOT / "results").glob("*/seeds.json")]
@@ -192,7 +194,6 @@ def test_seed_sweep_checks_have_room_against_the_spread(path):
     lib.sweep.MEAN_MARGIN_SDS seed-to-seed sds inside its threshold and its worst run at least
     SMALLEST_MARGIN_SDS; checks of the committed full run are constant (same value in every run).
     The numbers are recomputed here from the per-run values, not read from the sweep's summary."""
-    import json
 
     import numpy as np
 
@@ -239,3 +240,34 @@ def test_sweep_currency_sees_code_and_ignores_prose():
     code = nbformat.from_dict(nb)
     _code(code)[-1].source += "\nx = 1"
     assert _code_sources(code) != _code_sources(nb)
+
+
+# --- Coverage tables (lib.coverage; issue 32) ---------------------------------------------------------
+
+@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+def test_every_chapter_ends_with_its_coverage_table(path):
+    rows = coverage.notebook_rows(path)
+    assert rows, f"{path.name}: the Coverage table has no rows"
+    items = [r.item for r in rows]
+    assert len(items) == len(set(items)), f"{path.name}: items listed twice: {[i for i in items if items.count(i) > 1]}"
+
+
+def _verdicts_by_regex(path: Path) -> list[str]:
+    """An independent count: the third cell of every table row after the last '## Coverage' heading."""
+    cells = json.loads(path.read_text())["cells"]
+    text = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    section = text[text.rindex("\n## Coverage") if "\n## Coverage" in text else text.index("## Coverage"):]
+    rows = [ln for ln in section.splitlines() if ln.startswith("|")][2:]
+    return [re.sub(r"[*_`]", "", re.split(r"(?<!\\)\|", ln)[3]).strip().lower() for ln in rows]
+
+
+def test_the_introduction_shows_the_counts_of_the_tables():
+    assert "```{coverage-summary}" in (ROOT / "intro.md").read_text(), "intro.md must render the coverage summary"
+    shown = coverage.summary_markdown(ROOT / "chapters")
+    by_chapter: dict[str, Counter] = {}
+    for path in CHAPTERS:
+        by_chapter.setdefault(path.name[:2], Counter()).update(_verdicts_by_regex(path))
+    for chapter, counts in by_chapter.items():
+        line = next(ln for ln in shown.splitlines() if ln.startswith(f"| {chapter} "))
+        numbers = [int(x) for x in line.strip("|").split("|")[1:]]
+        assert numbers == [sum(counts.values())] + [counts[v] for v in coverage.VERDICTS], (chapter, line, counts)

@@ -70,6 +70,33 @@ def test_targets_must_match_outputs():
         train.mse_per_model(torch.zeros(2, 4, 1), torch.zeros(3))
 
 
+@pytest.mark.parametrize("out_shape, y_shape", [
+    ((2, 3, 2), (2, 3)),      # as many entries as one model's outputs, in another arrangement
+    ((2, 3, 2), (6,)),
+    ((2, 3, 1, 1), (3,)),     # an extra axis on the outputs
+    ((2, 3, 1), (1, 3)),
+    ((2, 3), (3, 2)),         # as many entries as all outputs, in another arrangement
+])
+def test_targets_of_the_right_size_in_the_wrong_shape_are_refused(out_shape, y_shape):
+    for loss in (train.mse_per_model, train.logistic_per_model):
+        with pytest.raises(ValueError, match=r"^targets of shape"):
+            loss(torch.zeros(out_shape), torch.ones(y_shape))
+
+
+@pytest.mark.parametrize("out_shape, y_shape", [
+    ((2, 3, 1), (3,)), ((2, 3, 1), (3, 1)), ((2, 3, 1), (2, 3)), ((2, 3), (3, 1)), ((2, 3, 2), (3, 2)),
+    ((3, 3, 1), (3,)),
+])
+def test_targets_shared_or_per_model_up_to_a_trailing_unit_axis(out_shape, y_shape):
+    """The accepted shapes give the loss computed model by model with broadcasting by hand."""
+    g = torch.Generator().manual_seed(0)
+    out, y = torch.randn(out_shape, generator=g), torch.randn(y_shape, generator=g)
+    got = train.mse_per_model(out, y)
+    for m in range(out.shape[0]):
+        target = y.reshape(-1)[:out[m].numel()] if y.numel() == out[m].numel() else y.reshape(out.shape)[m].reshape(-1)
+        assert torch.allclose(got[m], ((out[m].reshape(-1) - target) ** 2).mean())
+
+
 @pytest.mark.parametrize("X,y,match", [
     (torch.zeros(0, 2), torch.zeros(0), "empty"),
     (torch.tensor([[float("nan"), 0.0]]), torch.zeros(1), "NaN"),
