@@ -39,11 +39,14 @@ import copy
 
 import numpy as np
 import torch
+from scipy.sparse import coo_matrix
+from scipy.sparse.csgraph import connected_components
 from torch import nn
 
 from lib import validate as V
 
-__all__ = ["ARCHS", "OPTIMISERS", "N_PIXELS", "N_CLASSES", "standardise", "make_net", "train_net", "train_zoo", "zoo_names",
+__all__ = ["ARCHS", "OPTIMISERS", "N_PIXELS", "N_CLASSES", "standardise", "make_net", "make_optimiser", "train_net", "train_zoo",
+           "zoo_names",
            "local_coefficients", "accuracy", "activation_pattern", "closest_triple", "plane_through",
            "plane_points", "region_labels", "dense_plane_params", "gradient_covariance"]
 
@@ -119,9 +122,19 @@ def _check_split(split):
     return split
 
 
+def make_optimiser(net: nn.Module, optimiser: str) -> torch.optim.Optimizer:
+    """The thesis' optimisers (§6.1) over ``net``'s parameters: ``"sgd"`` is SGD with lr 0.01, momentum
+    0.5 and weight decay 0.01 (an L2 term added to the gradient); ``"adamw"`` is AdamW with PyTorch's
+    defaults (lr 1e-3, betas (0.9, 0.999), weight decay 0.01, decoupled: each step shrinks a weight by
+    lr * wd). Chapter 08's comparisons measure what each does to a weight per step (§7.2's weight-decay
+    remark)."""
+    net = _check_net(net)
+    V.choice(optimiser, "optimiser", OPTIMISERS)
+    return _optimizer(net, optimiser)
+
+
 def _optimizer(net: nn.Module, optimiser: str) -> torch.optim.Optimizer:
-    """The thesis' optimisers (§6.1): SGD lr 0.01, momentum 0.5, weight decay 0.01; AdamW with
-    PyTorch's defaults (lr 1e-3, betas (0.9, 0.999)) and weight decay 0.01."""
+    """:func:`make_optimiser` without the argument checks (``train_net`` has checked them)."""
     if optimiser == "sgd":
         return torch.optim.SGD(net.parameters(), lr=0.01, momentum=0.5, weight_decay=0.01)
     return torch.optim.AdamW(net.parameters(), lr=1e-3, weight_decay=0.01)
@@ -152,11 +165,16 @@ def train_net(net: nn.Module, split, optimiser: str = "sgd", epochs: int = 15, b
     return net.eval()
 
 
-def zoo_names(archs=ARCHS, copies: int = 2) -> list[tuple[str, str, str]]:
-    """The zoo's ``(name, arch, optimiser)`` in its fixed order: all SGD nets, then all AdamW nets;
-    within an optimiser the families in the order of ``archs``, one ``linear`` (its copies would be
-    the same convex problem) and ``copies`` independently initialised copies of every other family,
-    named ``dense1-SGD``, ``dense2-SGD``, ... (Table 6.1's rows)."""
+def zoo_names(archs=ARCHS, copies: int = 2, optimisers=OPTIMISERS) -> list[tuple[str, str, str]]:
+    """The zoo's ``(name, arch, optimiser)`` in its fixed order: all SGD nets, then all AdamW nets
+    (of those in ``optimisers``); within an optimiser the families in the order of ``archs``, one
+    ``linear`` (its copies would be the same convex problem) and ``copies`` independently initialised
+    copies of every other family, named ``dense1-SGD``, ``dense2-SGD``, ... (Table 6.1's rows)."""
+    optimisers = V.sequence(optimisers, "optimisers", min_len=1)
+    for o in optimisers:
+        V.choice(o, "optimisers entry", OPTIMISERS)
+    if len(set(optimisers)) != len(optimisers):
+        raise V.ArgumentValueError(f"optimisers must not repeat one, got {optimisers!r}")
     archs = V.sequence(archs, "archs", min_len=1)
     for a in archs:
         V.choice(a, "archs entry", ARCHS)
@@ -164,7 +182,7 @@ def zoo_names(archs=ARCHS, copies: int = 2) -> list[tuple[str, str, str]]:
         raise V.ArgumentValueError(f"archs must not repeat a family, got {archs!r}")
     copies = V.positive_int(copies, "copies")
     names = []
-    for opt in OPTIMISERS:
+    for opt in (o for o in OPTIMISERS if o in optimisers):
         for arch in archs:
             if arch == "linear":
                 names.append((f"linear-{_OPT_LABEL[opt]}", arch, opt))
@@ -174,11 +192,12 @@ def zoo_names(archs=ARCHS, copies: int = 2) -> list[tuple[str, str, str]]:
 
 
 def train_zoo(split, epochs: int = 15, seed: int = 0, archs=ARCHS, copies: int = 2,
-              progress: bool = True) -> dict[str, nn.Module]:
+              progress: bool = True, optimisers=OPTIMISERS) -> dict[str, nn.Module]:
     """Train the zoo of :func:`zoo_names` on ``split``: net ``i`` of that order is initialised and
     shuffled from ``seed + i`` (so every copy is independent). Returns ``{name: trained net}`` in
-    that order."""
-    names = zoo_names(archs, copies)
+    that order. ``optimisers`` (default both) selects a part of the zoo: chapter 08 trains SGD conv
+    nets for longer as a control at the AdamW nets' accuracy."""
+    names = zoo_names(archs, copies, optimisers)
     split, seed = _check_split(split), V.seed(seed)
     epochs = V.positive_int(epochs, "epochs")
     zoo = {}
@@ -234,9 +253,14 @@ def accuracy(net: nn.Module, X, y) -> float:
 
 def activation_pattern(net: nn.Module, X) -> np.ndarray:
     """The activation pattern of ``net`` at each row of ``X``: a bool array ``(N, n_bits)`` holding,
-    in forward order, ``output > 0`` of every ReLU module and, for every ``MaxPool2d``, the one-hot
-    arg-max of each pool window (pitfall P7: without it a pattern map undercounts). Computed in
-    float64; two inputs with equal patterns lie in the same linear region.
+    in forward order, one bit per ReLU unit (its *pre-activation* ``>= 0``) and, for every
+    ``MaxPool2d``, the one-hot arg-max of each pool window (pitfall P7: without it a pattern map
+    undercounts). Computed in float64; two inputs with equal patterns lie in the same linear region.
+
+    A pre-activation of exactly 0 counts as active, the convention of :func:`lib.nets.activation_patterns`
+    and :func:`lib.linear_regions.local_affine` (one convention for the whole chapter; autograd's
+    ``relu'(0) = 0``, which :func:`local_coefficients` inherits, takes the other side). A pool tie
+    goes to the first window entry, as ``max_pool2d`` reports it.
     """
     net = _check_net(net)
     X = _inputs(X)
@@ -244,7 +268,7 @@ def activation_pattern(net: nn.Module, X) -> np.ndarray:
     bits, hooks = [], []
 
     def relu_hook(module, inp, out):
-        bits.append((out > 0).flatten(1))
+        bits.append((inp[0] >= 0).flatten(1))
 
     def pool_hook(module, inp, out):
         x = inp[0]
@@ -317,11 +341,19 @@ def plane_points(origin, e1, e2, coords) -> np.ndarray:
 
 def region_labels(keys, p: int, tol: float = 0.0) -> np.ndarray:
     """Regions of a ``p x p`` grid (rows of ``keys`` in raster order, ``(p*p, k)``) by raster-neighbour
-    merging (§6.3, Fig. 6.12): each point joins the region of its left neighbour and of its neighbours
-    above-left, above and above-right whose keys agree, i.e. ``max|key_a - key_b| <= tol * scale`` with
-    ``scale`` the largest ``|key|`` of the grid (``tol = 0``: exact equality, for activation patterns).
-    Union-find makes regions that meet later one region. Returns labels ``(p, p)`` numbered 0.. in
-    raster order; the count is ``labels.max() + 1``."""
+    merging: each point joins the region of its left neighbour and of its neighbours above-left, above
+    and above-right whose keys agree, i.e. ``max|key_a - key_b| <= tol * scale`` with ``scale`` the
+    largest ``|key|`` of the grid (``tol = 0``: exact equality, for activation patterns). Regions that
+    meet later are one region (the connected components of the graph of agreeing neighbours, what
+    union-find over the links gives; computed with ``scipy.sparse.csgraph``). Returns labels ``(p, p)`` numbered 0.. in raster order;
+    the count is ``labels.max() + 1``.
+
+    This is *not* the thesis' scheme (§6.3, Fig. 6.12), which compares a point with its left neighbour
+    and with the whole rest of the row above, from above-left to the row's end, and says nothing of
+    merging labels afterwards. Both count *connected pieces of grid points*, not patterns: a thin
+    region whose grid points are not 8-connected counts several times, so a labelled count can exceed
+    the number of distinct keys on the grid and even the exact number of regions (chapter 08
+    measures both)."""
     p = V.positive_int(p, "p")
     keys = V.array(keys, "keys", ndim=2, shape=(p * p, None), nonempty=False, dtype=None)
     tol = V.nonnegative(tol, "tol")
@@ -331,33 +363,26 @@ def region_labels(keys, p: int, tol: float = 0.0) -> np.ndarray:
     keys = keys.astype(np.float64, copy=False)
     K = keys.reshape(p, p, -1)
     bound = tol * float(np.abs(keys).max()) if keys.size else 0.0
-    parent = np.arange(p * p)
-
-    def find(i):
-        root = i
-        while parent[root] != root:
-            root = parent[root]
-        while parent[i] != root:
-            parent[i], i = root, parent[i]
-        return root
 
     def same(a, b):
         return np.abs(a - b).max(-1) <= bound if a.shape[-1] else np.ones(a.shape[:-1], bool)
 
-    links = []  # (offset_row, offset_col) of already-visited neighbours
+    links = []  # pairs (point, already-visited neighbour: left, above-left, above, above-right) with agreeing keys
     for dr, dc in ((0, -1), (-1, -1), (-1, 0), (-1, 1)):
         r0, r1 = max(0, -dr), p
         c0, c1 = max(0, -dc), p - max(0, dc)
         ok = same(K[r0:r1, c0:c1], K[r0 + dr:r1 + dr, c0 + dc:c1 + dc])
         rr, cc = np.nonzero(ok)
         links.append(np.stack([(rr + r0) * p + cc + c0, (rr + r0 + dr) * p + cc + c0 + dc], 1))
-    for a, b in np.concatenate(links):
-        ra, rb = find(a), find(b)
-        if ra != rb:
-            parent[max(ra, rb)] = min(ra, rb)
-    roots = np.array([find(i) for i in range(p * p)])
-    _, labels = np.unique(roots, return_inverse=True)
-    return labels.reshape(p, p)
+    links = np.concatenate(links)
+    # the regions are the connected components of the graph of agreeing neighbours (what union-find over the links
+    # gives), numbered in raster order of their first point
+    graph = coo_matrix((np.ones(len(links)), (links[:, 0], links[:, 1])), shape=(p * p, p * p))
+    comp = connected_components(graph, directed=False)[1]
+    _, first = np.unique(comp, return_index=True)
+    order = np.empty(len(first), dtype=np.int64)
+    order[np.argsort(first)] = np.arange(len(first))
+    return order[comp].reshape(p, p)
 
 
 def dense_plane_params(net: nn.Module, origin, e1, e2) -> list:

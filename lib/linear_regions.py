@@ -18,7 +18,19 @@ layer affine). The forward pass and patterns it builds on are :func:`lib.nets.fo
 * :func:`zero_sets_2d` — the zero set of every hidden unit as line segments (lines in layer 1, bent
   lines in deeper layers, Fig. 6.7);
 * :func:`grid_pattern_count` — how many distinct patterns a ``p x p`` grid sees (what a sampling
-  method such as the thesis' cross-sections can find at most).
+  method such as the thesis' cross-sections can find at most);
+* :func:`boundary_segments_2d` — the zero set of one output on every region (the decision boundary of
+  a 2-input classifier, exactly: one segment per region it crosses; Figs. 5.3 and 6.4);
+* :func:`torch_default_params`, :func:`torch_default_batched`, :func:`batched_params` — nets with
+  PyTorch's default ``nn.Linear`` initialisation (the thesis trains PyTorch models and states no other),
+  as numpy ``(W, b)`` lists or as a :class:`lib.nets.BatchedMLP` that :func:`lib.train.train_full_batch`
+  trains many at once, and the trained models back as float64 lists.
+
+**Pre-activations of exactly 0.** One convention throughout (the same as
+:func:`lib.nets.activation_patterns` and :func:`lib.image_nets.activation_pattern`): a unit whose
+pre-activation is exactly 0 counts as *active* (bit 1, slope 1). Both adjacent maps agree there, so
+the value of ``f`` does not depend on it; only the reported pattern and Jacobian do. Autograd's
+``relu'(0) = 0`` takes the other side.
 
 Defined for chapter 08; :mod:`lib.equivalence` (chapter 01) uses the same splitting.
 """
@@ -34,7 +46,8 @@ from lib import validate as V
 from lib.nets import activation_patterns, as_float64_inputs, as_float64_params, check_leak, leaky_np
 
 __all__ = ["Region", "Interval", "local_affine", "regions_2d", "regions_1d", "polygon_area", "arrangement_bound",
-           "region_bound", "grid_pattern_count", "pattern_string", "zero_sets_2d"]
+           "region_bound", "grid_pattern_count", "pattern_string", "zero_sets_2d", "boundary_segments_2d",
+           "torch_default_params", "torch_default_batched", "batched_params"]
 
 
 @dataclass
@@ -328,3 +341,82 @@ def zero_sets_2d(regions: list, layer: int) -> list:
             if seg is not None:
                 out.append((i, seg[0], seg[1]))
     return out
+
+
+def boundary_segments_2d(regions: list, output: int = 0) -> list:
+    """The zero set of output ``output`` inside every region, as segments ``(region index, p, q)``.
+
+    On a region the output is the affine map ``A[output] . x + c[output]``, so its zero set there is
+    one straight segment (or nothing): for a 2-input classifier these segments are its decision
+    boundary, exactly, with one segment per region the boundary crosses (a hexagon crosses six regions
+    of a 1x3 net, §6.2). A region on which the map is constant (zero gradient) contributes nothing.
+    ``regions`` is the output of :func:`regions_2d`.
+    """
+    if not isinstance(regions, (list, tuple)) or not regions or not all(isinstance(r, Region) for r in regions):
+        raise ValueError("regions must be a non-empty list of regions_2d's Region objects")
+    n_out = regions[0].A.shape[0]
+    if not isinstance(output, (int, np.integer)) or isinstance(output, bool) or not 0 <= output < n_out:
+        raise ValueError(f"output must be an int in [0, {n_out}), got {output!r}")
+    out = []
+    for i, r in enumerate(regions):
+        w, c = r.A[output], float(r.c[output])
+        if not np.any(w):
+            continue
+        seg = _chord(r.polygon, w, c)
+        if seg is not None:
+            out.append((i, seg[0], seg[1]))
+    return out
+
+
+def torch_default_params(widths, seed: int) -> list:
+    """A ReLU MLP ``widths = (d_0, ..., d_L)`` with PyTorch's default ``nn.Linear`` initialisation,
+    as float64 numpy ``[(W, b), ...]``: every weight and bias uniform in ``(-1/sqrt(fan_in),
+    1/sqrt(fan_in))``, drawn layer by layer (W then b) from ``np.random.default_rng(seed)``.
+
+    The thesis trains PyTorch models and names no other initialisation (§5.3, §6.1), so chapter 08's
+    random and trained 1-D and 2-D nets start from this one. The draws are numpy's, so a net is the
+    same on every machine; :func:`torch_default_batched` trains nets that start from it.
+    """
+    widths = V.sequence(widths, "widths")
+    if len(widths) < 2:
+        raise ValueError(f"widths must list at least an input and an output width, got {widths!r}")
+    widths = [V.positive_int(w, f"widths[{i}]") for i, w in enumerate(widths)]
+    rng = np.random.default_rng(V.seed(seed))
+    out = []
+    for a, b in zip(widths[:-1], widths[1:]):
+        bound = 1.0 / np.sqrt(a)
+        out.append((rng.uniform(-bound, bound, (b, a)), rng.uniform(-bound, bound, b)))
+    return out
+
+
+def torch_default_batched(widths, seeds, leak: float = 0.0):
+    """A :class:`lib.nets.BatchedMLP` of ``len(seeds)`` float32 nets, net ``m`` starting from
+    ``torch_default_params(widths, seeds[m])``; hidden units ReLU, or leaky ReLU with slope ``leak``.
+
+    Train it with :func:`lib.train.train_full_batch` (one loss per net: the nets do not interact) and
+    read the nets back with :func:`batched_params`. Chapter 08 trains its sine nets (Table 5.1) and
+    its circle/annulus nets (§6.2) this way.
+    """
+    import torch
+
+    from lib.nets import BatchedMLP
+
+    seeds = V.sequence(seeds, "seeds", min_len=1)
+    leak = V.slope(leak, "leak (leaky-ReLU slope)")
+    nets = [torch_default_params(widths, V.seed(s, f"seeds[{i}]")) for i, s in enumerate(seeds)]
+    model = BatchedMLP([int(w) for w in widths], seeds=[0] * len(seeds), activation="leaky_relu" if leak > 0 else "relu",
+                       negative_slope=leak if leak > 0 else 0.01)
+    with torch.no_grad():
+        for l, (W, b) in enumerate(zip(model.weights, model.biases)):
+            W.copy_(torch.as_tensor(np.stack([net[l][0] for net in nets])))
+            b.copy_(torch.as_tensor(np.stack([net[l][1] for net in nets])))
+    return model
+
+
+def batched_params(model) -> list:
+    """Every net of a :class:`lib.nets.BatchedMLP` as a float64 ``[(W, b), ...]`` list (for the exact
+    geometry of this module; float32 weights are exact in float64)."""
+    from lib.nets import BatchedMLP
+
+    V.instance(model, "model", BatchedMLP, "a lib.nets.BatchedMLP")
+    return [[(W.double().numpy(), b.double().numpy()) for W, b in model.model_params(m)] for m in range(model.n_models)]

@@ -18,7 +18,10 @@ networks through these matrices. Everything here is plain numpy on those coeffic
 * :func:`cross_entropy` — the softmax cross-entropy ``H(p, q)`` of two networks' outputs, eqs. 7.8-7.9
   (§7.3.4), the chapter's control;
 * :func:`similarity_matrix`, :func:`block_means` — a metric over all pairs of networks, and the mean
-  similarity within and across families of architectures.
+  similarity within and across families of architectures;
+* :func:`read_heatmap` — the thesis' Fig. 7.9 (CIFAR affine-map accuracies, :data:`FIG_7_9_TEXT`), the
+  one heat map whose numbers survive in the extracted text, read cell by cell and checked against the
+  target nets' own accuracies (:data:`TABLE_7_1`), so that garbled cells are marked, not used.
 
 Shapes: ``J`` (N, o, d) and ``y`` (N, o) for N inputs of dimension d and o outputs; coefficient
 matrices ``C`` (o, N, d+1), one ``C_j`` per output (``C[j]``).
@@ -32,7 +35,8 @@ from lib import validate as V
 
 __all__ = ["coefficient_matrices", "affine_outputs", "predict", "accuracy", "kmeans_centres", "compress",
            "affine_map", "relative_residual", "msed", "linear_cka", "mean_cka", "cross_entropy",
-           "similarity_matrix", "block_means"]
+           "similarity_matrix", "block_means", "THESIS_NETS", "TABLE_7_1", "FIG_7_9_TEXT", "HEATMAP_STATUS",
+           "read_heatmap"]
 
 
 def _coefficients(C, name: str) -> np.ndarray:
@@ -310,3 +314,114 @@ def block_means(S, families, skip_nan: bool = False) -> tuple[float, float]:
         vals = vals[~np.isnan(vals)]
         out.append(float(vals.mean()) if vals.size else float("nan"))
     return out[0], out[1]
+
+
+# ------------------------------------------------------------------------------------------------
+# The thesis' own numbers (Table 7.1 = Table 6.1, Fig. 7.9), for the chapter's "Paper vs this book"
+# ------------------------------------------------------------------------------------------------
+THESIS_NETS = tuple(f"{n} {o}" for o in ("SGD", "Adamw") for n in (
+    "linear", "dense 1", "dense 2", "simple 1", "simple 2", "complex 1", "complex 2", "resnet18", "resnet152", "inceptionv3"))
+"""The 20 networks of Table 7.1 and Figs. 7.8-7.17, in the order of the heat maps' columns (all SGD nets, then
+all AdamW nets; the thesis spells the optimiser "Adamw")."""
+
+TABLE_7_1 = {  # network: (SGD MNIST, Adamw MNIST, SGD CIFAR, Adamw CIFAR), percent (Table 7.1 = Table 6.1)
+    "linear": (88.89, 86.83, 25.43, 31.66), "dense 1": (96.76, 97.43, 51.01, 47.55),
+    "dense 2": (96.91, 97.24, 50.24, 48.41), "simple 1": (97.80, 98.86, 68.14, 67.03),
+    "simple 2": (97.89, 98.90, 66.34, 67.58), "complex 1": (97.73, 98.95, 61.72, 70.55),
+    "complex 2": (97.86, 98.81, 62.50, 71.33), "resnet18": (96.64, 96.43, 80.52, 80.15),
+    "resnet152": (89.67, 91.12, 83.94, 82.57), "inceptionv3": (91.54, 91.34, 77.05, 77.05)}
+"""Table 7.1 of the thesis (test accuracies in percent, one seed per network)."""
+
+FIG_7_9_TEXT = """inceptionv3 Adamw	12.53% -12.9%	16.23% 34.8%	16.08% 34.2%	13.86% 54.3%	14.11% 52.2%	13.75% 48.0%	13.46% 49.0%	14.21% 66.3%	12.49% 71.5%	37.74% 39.3%	15.30% -16.4%	13.67% -33.9%	13.55% -34.9%	15.32% 51.7%	15.56% 52.0%	17.41% 53.1%	17.70% 53.6%	19.21% 60.9%	13.44% 69.1%	77.05%
+resnet152 Adamw	12.12% -13.3%	13.90% 37.1%	13.87% 36.4%	10.95% 57.2%	11.26% 55.1%	10.84% 50.9%	11.07% 51.4%	11.00% 69.5%	18.38% 65.6%	10.44% 66.6%	14.41% -17.2%	12.22% -35.3%	12.14% -36.3%	11.01% -56.0%	11.45% -56.1%	12.45% -58.1%	11.96% -59.4%	13.25% -66.9%	82.57%	12.11% -54.9%
+resnet18 Adamw	14.30% -11.1%	21.37% 29.6%	20.99% 29.2%	17.42% 50.7%	16.80% 49.5%	15.95% 46.4%	15.08% 47.4%	61.48% -19.0%	15.79% 68.2%	18.54% 58.5%	18.30% -13.4%	16.00% -31.6%	16.19% -32.2%	20.41% -46.6%	21.20% -46.4%	25.11% -45.4%	25.85% -45.5%	80.15%	15.55% -67.0%	21.61% -55.4%
+complex 2 Adamw	23.10% -2.3%	39.61% -11.4%	39.15% -11.1%	44.87% 23.3%	42.23% -24.1%	39.42% -22.3%	39.00% -23.5%	38.04% -42.5%	18.59% 65.3%	26.70% 50.3%	28.93% -2.7%	31.60% -16.0%	32.09% -16.3%	47.97% -19.1%	45.63% -21.9%	50.58% -20.0%	71.33%	37.91% -42.2%	16.12% -66.5%	25.68% -51.4%
+complex 1 Adamw	22.40% -3.0%	39.30% -11.7%	38.93% -11.3%	45.23% 22.9%	43.34% -23.0%	40.72% -21.0%	40.17% -22.3%	37.61% -42.9%	18.87% 65.1%	26.72% 50.3%	28.35% -3.3%	31.47% -16.1%	32.74% -15.7%	46.94% -20.1%	45.03% -22.6%	70.55%	50.67% 20.7%	37.96% -42.2%	16.28% -66.3%	26.09% -51.0%
+simple 2 Adamw	23.02% -2.4%	38.09% -12.9%	37.80% -12.4%	44.87% 23.3%	42.23% -24.1%	39.42% -22.3%	39.00% -23.5%	38.04% -42.5%	18.59% 65.3%	26.70% 50.3%	28.93% -2.7%	31.60% -16.0%	32.09% -16.3%	47.97% -19.1%	45.63% -21.9%	50.58% -20.0%	71.33%	37.91% -42.2%	16.12% -66.5%	25.68% -51.4%
+simple 1 Adamw	23.61% -1.8%	39.18% -11.8%	38.43% -11.8%	44.87% 23.3%	42.23% -24.1%	39.42% -22.3%	39.00% -23.5%	38.04% -42.5%	18.59% 65.3%	26.70% 50.3%	29.02% -2.6%	31.90% -15.7%	31.98% -16.4%	47.03% -25.7%	40.41% -27.1%	42.75% -26.2%	43.69% -45.5%	34.91% -45.2%	14.73% -68.6%	23.61% -53.4%
+dense 2 Adamw	25.43% 0.0%	48.61% -2.4%	47.71% -2.5%	53.88% 34.4%	52.52% -33.0%	47.43% -30.9%	47.43% -31.2%	53.88% -53.0%	52.52% 68.6%	50.57% 56.5%	31.66% 0.0%	42.80% -4.8%	48.41%	51.04% 36.0%	28.52% -38.1%	28.92% -41.6%	29.68% -41.6%	27.82% -52.3%	13.05% -69.5%	19.78% -57.3%
+dense 1 Adamw	25.43% 0.0%	48.74% -2.3%	47.89% -2.4%	53.88% 34.4%	52.52% -33.0%	47.43% -30.9%	47.43% -31.2%	53.88% -53.0%	52.52% 68.6%	50.57% 56.5%	31.66% 0.0%	47.55% -4.6%	43.77%	51.98% 37.0%	29.10% -38.5%	29.60% -40.9%	30.11% -41.2%	26.19% -54.0%	13.96% -68.6%	20.16% -56.9%
+linear Adamw	25.43% 0.0%	30.07% -20.8%	29.45% -20.8%	14.36% 53.8%	13.79% 52.5%	14.36% 47.4%	13.70% 48.8%	13.78% 66.7%	13.37% 70.6%	11.92% 65.1%	31.66% 0.0%	25.01% -22.5%	25.41% -23.0%	15.21% 51.8%	16.28% -51.3%	14.84% 55.7%	14.41% -56.9%	16.64% -63.5%	14.29% -68.3%	13.20% -63.8%
+inceptionv3 SGD	17.11% -8.3%	20.47% 30.5%	20.41% 29.6%	20.52% 47.6%	20.17% 46.2%	20.47% 41.2%	19.78% 42.7%	19.39% 61.1%	16.07% 67.9%	77.05%	19.25% -12.4%	18.25% 29.3%	17.54% 30.9%	19.51% 47.5%	10.51% 48.1%	19.30% 51.2%	19.30% 52.0%	18.36% 61.8%	15.17% 67.4%	47.98% -29.1%
+resnet152 SGD	17.47% -8.0%	20.82% 30.2%	20.92% 29.3%	19.85% 48.3%	19.79% 46.6%	19.42% 42.3%	18.96% 43.5%	18.27% 62.3%	16.29% 60.3%	83.94%	19.87% -11.8%	18.44% 29.1%	18.98% 29.4%	18.51% 48.5%	19.43% 48.1%	18.00% 52.5%	18.07% 53.3%	17.18% 63.0%	28.98% -53.6%	16.70% -60.4%
+resnet18 SGD	20.38% -5.1%	27.28% -23.7%	27.29% -22.9%	23.89% 44.2%	23.76% 42.6%	22.46% 39.3%	21.78% 40.7%	80.52%	18.02% 65.9%	22.59% 54.5%	25.48% -6.2%	21.49% -26.1%	22.21% -26.2%	25.53% -41.5%	26.05% -41.5%	27.94% -42.6%	27.51% -43.8%	64.88% -15.3%	15.80% -66.8%	19.56% -57.5%
+complex 2 SGD	24.55% -0.9%	45.94% -5.1%	45.63% -4.6%	60.98% -7.2%	60.11% -6.2%	59.02% -2.7%	62.50%	38.31% -42.2%	19.22% -64.7%	27.72% -49.8%	31.40% -0.3%	38.69% -8.9%	39.93% -8.5%	54.38% -12.7%	54.07% -13.5%	58.16% -12.4%	56.67% -14.7%	37.33% -42.8%	17.15% -65.4%	25.29% -51.8%
+complex 1 SGD	25.25% -0.2%	45.50% -5.5%	44.38% -5.9%	60.81% -7.3%	59.59% -6.8%	61.72%	60.40%	38.53% -42.0%	19.90% 64.0%	28.05% 49.0%	31.23% -0.4%	38.44% -9.1%	40.08% -8.3%	54.85% -12.2%	53.95% -13.6%	58.16% -12.4%	56.57% -14.8%	37.63% -42.5%	17.46% -65.1%	26.18% -50.9%
+simple 2 SGD	25.06% -0.4%	45.77% -5.2%	44.81% -5.4%	63.02% -5.1%	66.34%	56.09% -5.6%	56.15% -6.3%	39.07% -41.4%	21.15% 62.8%	28.31% 48.7%	31.30% -0.4%	39.04% -8.5%	39.96% -8.5%	56.23% -10.8%	55.12% -12.5%	57.03% -13.5%	56.92% -14.4%	38.52% -41.6%	18.15% -64.4%	26.60% -50.4%
+simple 1 SGD	25.02% -0.4%	45.62% -5.4%	44.79% -5.5%	68.14%	61.19% -5.1%	55.75% -6.0%	56.80% -5.7%	39.03% -41.5%	20.82% 63.1%	28.66% 48.4%	31.50% -0.2%	39.19% -8.4%	40.47% -7.9%	56.80% -10.2%	54.98% -12.6%	57.42% -13.1%	57.24% -14.1%	38.42% -41.7%	17.67% -64.7%	27.02% -50.0%
+dense 2 SGD	25.43% 0.0%	49.01% -2.0%	50.24%	51.52% 36.6%	30.70% -35.6%	29.01% -32.7%	28.82% -33.7%	26.48% 54.0%	14.49% 69.5%	20.51% 56.5%	31.66% 0.0%	41.47% -6.1%	42.81% -5.6%	38.71% 38.3%	27.40% -40.2%	28.25% -42.3%	28.40% -42.8%	26.16% -54.0%	13.25% -69.3%	18.29% -58.8%
+dense 1 SGD	25.43% 0.0%	51.01% -2.4%	47.83% -2.4%	51.90% 36.2%	31.35% -35.0%	28.62% -33.1%	29.08% -33.4%	26.73% 53.8%	15.80% 68.1%	20.83% 56.1%	31.66% 0.0%	42.17% -5.4%	43.18% -5.2%	39.24% 37.8%	27.44% -40.1%	28.87% -41.7%	29.15% -42.2%	26.32% -53.8%	13.15% -68.4%	19.31% -57.7%
+linear SGD	25.43% 0.0%	30.17% -20.8%	29.59% -20.6%	14.26% 53.9%	13.89% 52.4%	14.30% 47.4%	13.73% 48.8%	13.38% 67.1%	13.34% 70.6%	11.73% 65.3%	31.66% 0.0%	25.00% -22.6%	25.31% -23.1%	15.26% 51.8%	16.30% -51.3%	14.78% 55.8%	14.39% -56.9%	16.45% -63.7%	13.91% -68.7%	12.50% -64.5%
+"""
+"""Fig. 7.9 (CIFAR test accuracy after mapping the linear coefficients of the row's net onto the column's), as the
+PDF-to-text extraction of the thesis gives it: one line per source net ("network mapped from", listed from
+inceptionv3 Adamw down to linear SGD), then 20 tab-separated cells in the column order of :data:`THESIS_NETS`;
+a cell is "accuracy% change%" (the change from the target's own accuracy, in points) or, on the diagonal, the
+bare accuracy. The extraction garbled parts of it (repeated rows, lost signs, misplaced cells):
+:func:`read_heatmap` finds them."""
+
+HEATMAP_STATUS = ("consistent", "sign lost", "inconsistent", "repeated", "diagonal", "misplaced")
+
+
+def _cell_numbers(cell: str) -> list:
+    try:
+        return [float(v.rstrip("%")) for v in cell.split()]
+    except ValueError:
+        raise V.ArgumentValueError(f"a heat-map cell must hold 'acc%' or 'acc% change%', got {cell!r}") from None
+
+
+def read_heatmap(text: str = FIG_7_9_TEXT, dataset: str = "CIFAR", tol: float = 0.06) -> dict:
+    """Read an extracted heat map of affine-mapped accuracies (Figs. 7.8-7.9) and check every cell.
+
+    ``text``: one line per source net, ``name<TAB>cell<TAB>...`` with one cell per target in the order of
+    :data:`THESIS_NETS` (see :data:`FIG_7_9_TEXT`); ``dataset``: ``"CIFAR"`` or ``"MNIST"``, whose
+    Table 7.1 column gives each target's own accuracy ``T``. A cell ``a% d%`` is
+
+    * ``consistent`` if ``a - T = d`` within ``tol`` points (the rounding of a and d),
+    * ``sign lost`` if ``a - T = -d`` instead (the extraction dropped a minus sign),
+    * ``inconsistent`` if neither holds,
+    * ``repeated`` (overriding the three above) if the same text stands in the same column of another
+      row while ``a`` is not ``T`` itself: two different nets mapped onto one target do not give the
+      same accuracy to 0.01 points, so one of the rows is a copy (mapping onto a linear net can give
+      ``T`` exactly, which is not flagged);
+
+    a bare ``a%`` is ``diagonal`` when it stands in the source's own column and equals its accuracy,
+    otherwise ``misplaced``. Returns a dict of arrays indexed ``[source, target]`` in the order of
+    :data:`THESIS_NETS` (20 x 20): ``value`` and ``change`` (NaN where absent; for ``sign lost``
+    cells ``change`` has the sign restored, i.e. ``a - T``), ``status`` (strings; ``""`` where the row
+    has no cell), and ``usable``, True for ``consistent`` and ``sign lost`` cells.
+    """
+    text = V.instance(text, "text", str, "the extracted text of a heat map")
+    dataset = V.choice(dataset, "dataset", ("CIFAR", "MNIST"))
+    tol = V.nonnegative(tol, "tol")
+    n = len(THESIS_NETS)
+    index = {name: i for i, name in enumerate(THESIS_NETS)}
+    own = np.array([TABLE_7_1[name.rsplit(" ", 1)[0]][(2 if dataset == "CIFAR" else 0) + name.endswith("Adamw")]
+                    for name in THESIS_NETS])
+    value, change = np.full((n, n), np.nan), np.full((n, n), np.nan)
+    status, raw = np.full((n, n), "", dtype=object), np.full((n, n), "", dtype=object)
+    for line in text.strip().splitlines():
+        cells = [c.strip() for c in line.split("\t") if c.strip()]
+        if not cells or cells[0] not in index:
+            raise V.ArgumentValueError(f"each line must start with a network of THESIS_NETS, got {line[:40]!r}")
+        if len(cells) - 1 > n:
+            raise V.ArgumentValueError(f"row {cells[0]!r} has {len(cells) - 1} cells, more than the {n} targets")
+        i = index[cells[0]]
+        for t, cell in enumerate(cells[1:]):
+            nums = _cell_numbers(cell)
+            raw[i, t], value[i, t] = cell, nums[0]
+            if len(nums) == 1:
+                status[i, t] = "diagonal" if t == i and abs(nums[0] - own[t]) <= tol else "misplaced"
+                continue
+            d = nums[1]
+            diff = nums[0] - own[t]
+            status[i, t] = ("consistent" if abs(diff - d) <= tol else "sign lost" if abs(diff + d) <= tol
+                            else "inconsistent")
+            change[i, t] = diff if status[i, t] != "inconsistent" else d
+    for t in range(n):
+        for i in range(n):
+            if status[i, t] in ("consistent", "sign lost", "inconsistent") and abs(value[i, t] - own[t]) > tol \
+                    and any(raw[k, t] == raw[i, t] for k in range(n) if k != i):
+                status[i, t] = "repeated"
+    usable = np.isin(status.astype(str), ["consistent", "sign lost"])
+    return {"value": value, "change": change, "status": status, "usable": usable, "own": own}

@@ -253,9 +253,10 @@ def _image_nets_specs(IN, C, SE, A):
         ("image_nets", "make_net", lambda: dict(arch=("simple", "choice"), seed=(0, SE))),
         ("image_nets", "train_net", lambda: dict(net=(net("linear"), "model"), split=(split(), "model"), optimiser=("adamw", "choice"),
                                                   epochs=(1, C), batch_size=(8, C), seed=(0, SE), progress=(False, None))),
-        ("image_nets", "zoo_names", lambda: dict(archs=(("linear", "dense"), "list"), copies=(1, C))),
+        ("image_nets", "make_optimiser", lambda: dict(net=(net(), "model"), optimiser=("sgd", "choice"))),
+        ("image_nets", "zoo_names", lambda: dict(archs=(("linear", "dense"), "list"), copies=(1, C), optimisers=(("sgd",), "list"))),
         ("image_nets", "train_zoo", lambda: dict(split=(split(), "model"), epochs=(1, C), seed=(0, SE), archs=(("linear",), "list"),
-                                                  copies=(1, C), progress=(False, None))),
+                                                  copies=(1, C), progress=(False, None), optimisers=(("adamw",), "list"))),
         ("image_nets", "local_coefficients", lambda: dict(net=(net("simple"), "model"), X=(X(), A), chunk=(2, C))),
         ("image_nets", "accuracy", lambda: dict(net=(net(), "model"), X=(X(), A), y=(np.arange(5), "labels"))),
         ("image_nets", "activation_pattern", lambda: dict(net=(net("complex"), "model"), X=(X(), A))),
@@ -289,6 +290,7 @@ def _network_comparison_specs(NCM, C, SE, RA, A):
         ("network_comparison", "cross_entropy", lambda: dict(logits_p=(lg(), A), logits_q=(lg(1), A))),
         ("network_comparison", "similarity_matrix", lambda: dict(items=([1.0, 2.0], "list"), metric=(lambda a, b: a - b, "callable"))),
         ("network_comparison", "block_means", lambda: dict(S=(np.eye(3), A), families=(["a", "a", "b"], "list"), skip_nan=(False, None))),
+        ("network_comparison", "read_heatmap", lambda: dict(text=(NCM.FIG_7_9_TEXT, "str"), dataset=("CIFAR", "choice"), tol=(0.06, "nonneg"))),
     ]
 
 
@@ -717,6 +719,11 @@ def _specs():
         ("linear_regions", "grid_pattern_count", lambda: dict(params=(net_np(), "params"), box=((-1.0, 1.0, -1.0, 1.0), "list"), p=(5, C),
                                                                alpha=(0.0, "slope"))),
         ("linear_regions", "zero_sets_2d", lambda: dict(regions=(lib["linear_regions"].regions_2d(net_np(), (-1, 1, -1, 1)), "list"), layer=(1, C))),
+        ("linear_regions", "boundary_segments_2d", lambda: dict(regions=(lib["linear_regions"].regions_2d(net_np(), (-1, 1, -1, 1)), "list"),
+                                                                 output=(0, NI))),
+        ("linear_regions", "torch_default_params", lambda: dict(widths=([2, 3, 1], "widths"), seed=(0, SE))),
+        ("linear_regions", "torch_default_batched", lambda: dict(widths=([2, 3, 1], "widths"), seeds=([0, 1], "list"), leak=(0.0, "slope"))),
+        ("linear_regions", "batched_params", lambda: dict(model=(lib["linear_regions"].torch_default_batched([2, 3, 1], [0]), "model"))),
         # skip_connections (chapter 10, part C)
         ("skip_connections", "vgg_layers", lambda: dict(depth=(11, "choice"), mp2conv=(False, None), fc=(128, C))),
         ("skip_connections", "activation", lambda: dict(z=(Xt(), "elementwise"), name=("sigmoid", "choice"), gamma=(20.0, RA))),

@@ -578,3 +578,60 @@ def test_region_labels_tolerance_one_keeps_keys_further_apart_than_the_largest_k
     keys = np.repeat([[-1.0], [1.0]], [6, 10], axis=0)   # 4 x 4 grid: two bands 2 apart, largest |key| 1
     assert I.region_labels(keys, 4, tol=1.0).max() + 1 == 2
     assert I.region_labels(keys, 4, tol=2.0).max() + 1 == 1
+
+
+def test_activation_pattern_counts_a_pre_activation_of_zero_as_active():
+    # one convention with lib.nets.activation_patterns (pre-activation >= 0): zero biases, input 0
+    net = I.make_net("dense", 3)
+    with torch.no_grad():
+        net[0].bias.zero_()
+    X = np.zeros((2, 64))
+    X[1, 0] = 1.0
+    P = I.activation_pattern(net, X)
+    assert P[0].all()                                                   # every pre-activation is exactly 0
+    np.testing.assert_array_equal(P, np_patterns(dense_params(net), X))
+    # simple net: the ReLU after the pool sees the pooled value; at input 0 with zero conv biases it is 0
+    simple = I.make_net("simple", 0)
+    with torch.no_grad():
+        for m in simple.modules():
+            if isinstance(m, torch.nn.Conv2d):
+                m.bias.zero_()
+    relu1 = I.activation_pattern(simple, np.zeros((1, 64)))[0, 32 * 64:32 * 64 + 32 * 16]
+    assert relu1.all()
+
+
+def test_zoo_of_one_optimiser():
+    assert I.zoo_names(("simple",), copies=2, optimisers=("sgd",)) == [("simple1-SGD", "simple", "sgd"),
+                                                                       ("simple2-SGD", "simple", "sgd")]
+    assert [n for n, _, _ in I.zoo_names(("linear",), optimisers=("adamw", "sgd"))] == ["linear-SGD", "linear-AdamW"]
+    split = small_split(40)
+    zoo = I.train_zoo(split, epochs=1, seed=5, archs=("dense",), copies=2, progress=False, optimisers=("adamw",))
+    assert list(zoo) == ["dense1-AdamW", "dense2-AdamW"]
+    want = I.train_net(I.make_net("dense", 6), split, "adamw", epochs=1, seed=6, progress=False)
+    assert all(torch.equal(p, q) for p, q in zip(zoo["dense2-AdamW"].parameters(), want.parameters()))
+    with pytest.raises(ValueError, match=r"^optimisers must not repeat one, got \['sgd', 'sgd'\]$"):
+        I.zoo_names(optimisers=("sgd", "sgd"))
+    with pytest.raises(ValueError, match=r"^optimisers entry must be one of"):
+        I.zoo_names(optimisers=("adam",))
+    with pytest.raises(ValueError, match=r"^optimisers must"):
+        I.zoo_names(optimisers=())
+
+
+def test_make_optimiser_has_the_thesis_settings_and_decays_as_stated():
+    net = I.make_net("linear", 0)
+    sgd, adamw = I.make_optimiser(net, "sgd"), I.make_optimiser(net, "adamw")
+    assert isinstance(sgd, torch.optim.SGD) and isinstance(adamw, torch.optim.AdamW)
+    g = sgd.param_groups[0]
+    assert (g["lr"], g["momentum"], g["weight_decay"]) == (0.01, 0.5, 0.01)
+    g = adamw.param_groups[0]
+    assert (g["lr"], g["betas"], g["weight_decay"]) == (1e-3, (0.9, 0.999), 0.01)
+    # with a zero loss gradient, one AdamW step shrinks every weight by exactly lr * wd (decoupled decay)
+    w0 = net[0].weight.detach().clone()
+    adamw.zero_grad()
+    (0 * net(torch.zeros(1, 64)).sum()).backward()
+    adamw.step()
+    torch.testing.assert_close(net[0].weight.detach(), w0 * (1 - 1e-5))
+    with pytest.raises(ValueError, match="^optimiser must be one of"):
+        I.make_optimiser(net, "adam")
+    with pytest.raises(ValueError, match="^net must be"):
+        I.make_optimiser("net", "sgd")

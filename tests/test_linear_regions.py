@@ -453,3 +453,106 @@ def test_linear_regions_error_messages():
     for bad in ([], [1, 2], regs + ["x"]):
         with pytest.raises(ValueError, match=r"^regions must be a non-empty list of regions_2d's Region objects$"):
             LR.zero_sets_2d(bad, 1)
+
+
+# ------------------------------------------------------------------- boundary segments (decision boundary)
+def test_boundary_segments_lie_on_the_zero_set_inside_their_regions():
+    params = random_net((2, 6, 5, 1), seed=41)
+    regs = LR.regions_2d(params, (-2, 2, -2, 2))
+    segs = LR.boundary_segments_2d(regs)
+    assert segs
+    for i, p, q in segs:
+        for t in (0.0, 0.3, 1.0):
+            x = p + t * (q - p)
+            assert abs(forward_f64(params, x[None])[0, 0]) <= 1e-9          # on the zero set
+            assert (activation_patterns(params, (x + 1e-9 * (regs[i].centroid - x))[None])[0] == regs[i].pattern).all()
+    # independent: the regions whose vertices take both signs are exactly the ones with a segment
+    crossing = {i for i, r in enumerate(regs)
+                if (r.polygon @ r.A[0] + r.c[0]).min() < -1e-9 and (r.polygon @ r.A[0] + r.c[0]).max() > 1e-9}
+    assert {i for i, _, _ in segs} == crossing
+
+
+def test_boundary_of_a_hand_built_hexagon_net():
+    # three lines through the corners of a triangle around 0; the output bends at each: six segments
+    ang = np.array([0.0, 2 * np.pi / 3, 4 * np.pi / 3])
+    W1, b1 = np.stack([np.cos(ang), np.sin(ang)], 1), np.full(3, -0.5)
+    params = [(W1, b1), (np.full((1, 3), -1.0), np.array([0.6]))]
+    regs = LR.regions_2d(params, (-3, 3, -3, 3))
+    segs = LR.boundary_segments_2d(regs)
+    assert len(regs) == 7 and len(segs) == 6
+    ends = np.array([p for _, p, q in segs] + [q for _, p, q in segs])
+    assert np.allclose(np.linalg.norm(ends, axis=1).std(), 0, atol=0.2)   # the vertices lie near one circle
+    # a constant output (zero gradient) has no boundary segment, and output 1 of a 2-output net is read
+    two = [(W1, b1), (np.vstack([np.full((1, 3), -1.0), np.zeros((1, 3))]), np.array([0.6, 1.0]))]
+    assert LR.boundary_segments_2d(LR.regions_2d(two, (-3, 3, -3, 3)), output=1) == []
+    assert len(LR.boundary_segments_2d(LR.regions_2d(two, (-3, 3, -3, 3)), output=0)) == 6
+
+
+def test_boundary_segments_bad_input():
+    regs = LR.regions_2d(random_net((2, 3, 1), 0), (-1, 1, -1, 1))
+    with pytest.raises(ValueError, match="^regions must be a non-empty list of regions_2d's Region objects$"):
+        LR.boundary_segments_2d([])
+    with pytest.raises(ValueError, match=r"^output must be an int in \[0, 1\), got 1$"):
+        LR.boundary_segments_2d(regs, 1)
+    with pytest.raises(ValueError, match=r"^output must be an int in \[0, 1\), got True$"):
+        LR.boundary_segments_2d(regs, True)
+
+
+# ---------------------------------------------------------------- PyTorch's default initialisation
+def test_torch_default_params_are_uniform_with_the_fan_in_bound():
+    net = LR.torch_default_params((400, 300, 2), seed=5)
+    assert [(W.shape, b.shape) for W, b in net] == [((300, 400), (300,)), ((2, 300), (2,))]
+    for (W, b), fan_in in zip(net, (400, 300)):
+        bound = 1 / np.sqrt(fan_in)
+        assert np.abs(W).max() <= bound and np.abs(b).max() <= bound
+    W = net[0][0]
+    assert W.std() == pytest.approx(1 / np.sqrt(400) / np.sqrt(3), rel=0.02)   # uniform(-a, a) has std a / sqrt(3)
+    assert abs(W.mean()) < 1e-3
+    # independent draw: the same generator, W then b, layer by layer
+    rng = np.random.default_rng(5)
+    np.testing.assert_array_equal(net[0][0], rng.uniform(-1 / 20, 1 / 20, (300, 400)))
+    np.testing.assert_array_equal(net[0][1], rng.uniform(-1 / 20, 1 / 20, 300))
+    assert not np.array_equal(LR.torch_default_params((3, 4, 1), 1)[0][0], LR.torch_default_params((3, 4, 1), 2)[0][0])
+
+
+def test_torch_default_batched_starts_from_those_params_and_trains_them_apart():
+    from lib.train import mse_per_model, train_full_batch
+    seeds = [3, 8, 11]
+    model = LR.torch_default_batched((2, 5, 4, 1), seeds, leak=0.1)
+    nets = LR.batched_params(model)
+    X = np.random.default_rng(0).normal(size=(30, 2))
+    for net, s in zip(nets, seeds):
+        ref = LR.torch_default_params((2, 5, 4, 1), s)
+        for (W, b), (Wr, br) in zip(net, ref):
+            np.testing.assert_allclose(W, Wr, atol=1e-7)    # the float32 copy
+            np.testing.assert_allclose(b, br, atol=1e-7)
+    out = model(torch.tensor(X, dtype=torch.float32)).detach().double().numpy()
+    for m, net in enumerate(nets):
+        np.testing.assert_allclose(out[m], forward_f64(net, X, alpha=0.1), atol=1e-5)   # leaky slope 0.1 used
+    assert np.abs(out[0] - forward_f64(nets[0], X)).max() > 1e-4                          # ...not plain ReLU
+    relu = LR.torch_default_batched((2, 5, 1), [1])
+    np.testing.assert_allclose(relu(torch.tensor(X, dtype=torch.float32)).detach().double().numpy()[0],
+                               forward_f64(LR.batched_params(relu)[0], X), atol=1e-5)
+    # trained as one batch, a net ends where it ends when trained alone
+    Xt, yt = torch.tensor(X, dtype=torch.float32), torch.tensor(np.sin(X[:, :1]), dtype=torch.float32)
+    both = LR.torch_default_batched((2, 5, 1), [1, 2])
+    alone = LR.torch_default_batched((2, 5, 1), [2])
+    train_full_batch(both, Xt, yt, mse_per_model, 50, 0.05, progress=False)
+    train_full_batch(alone, Xt, yt, mse_per_model, 50, 0.05, progress=False)
+    for (W, b), (Wa, ba) in zip(LR.batched_params(both)[1], LR.batched_params(alone)[0]):
+        np.testing.assert_allclose(W, Wa, atol=1e-6)
+
+
+def test_torch_default_bad_input():
+    with pytest.raises(ValueError, match="^widths must list at least an input and an output width"):
+        LR.torch_default_params([3], 0)
+    with pytest.raises(ValueError, match=r"widths\[1\]"):
+        LR.torch_default_params([3, 0, 1], 0)
+    with pytest.raises(ValueError, match="seed"):
+        LR.torch_default_params([3, 2, 1], -1)
+    with pytest.raises(ValueError, match="seeds"):
+        LR.torch_default_batched([3, 2, 1], [])
+    with pytest.raises(ValueError, match="leak"):
+        LR.torch_default_batched([3, 2, 1], [0], leak=1.5)
+    with pytest.raises(ValueError, match="model"):
+        LR.batched_params("not a model")

@@ -550,3 +550,68 @@ def test_kmeans_defaults_and_restarts():
     assert not np.array_equal(NC.compress(C, Ct, 8), NC.compress(C, Ct, 8, n_init=2))
     # more restarts never do worse (the best of n_init runs) and here do better
     assert _cost(C, NC.kmeans_centres(C, 8, n_init=6)) < _cost(C, NC.kmeans_centres(C, 8, n_init=1)) - 1e-9
+
+
+# ------------------------------------------------------------------------- the thesis' heat maps
+def _row(source, cells):
+    return source + "\t" + "\t".join(cells)
+
+
+def test_read_heatmap_classifies_every_kind_of_cell():
+    own = {n: NC.TABLE_7_1[n.rsplit(" ", 1)[0]][2 + n.endswith("Adamw")] for n in NC.THESIS_NETS}
+    T = [own[n] for n in NC.THESIS_NETS]
+    lin, d1 = T[0], T[1]
+    rows = [
+        # linear SGD: exact change, then a lost sign, an inconsistent cell, its own diagonal
+        _row("linear SGD", [f"{lin:.2f}%", f"{d1 - 2.5:.2f}% 2.5%", f"{T[2] - 1.0:.2f}% -3.0%"]),
+        _row("dense 1 SGD", [f"{lin:.2f}% 0.0%", f"{d1:.2f}%", f"{T[2] - 1.0:.2f}% -1.0%", f"{T[3]:.2f}%"]),
+        _row("dense 2 SGD", [f"{lin:.2f}% 0.0%", f"{d1 - 7.0:.2f}% -7.0%", f"{T[2] - 1.0:.2f}% -1.0%"]),
+    ]
+    h = NC.read_heatmap("\n".join(rows))
+    st = h["status"]
+    assert st[0, 0] == "diagonal" and st[0, 1] == "sign lost" and st[0, 2] == "inconsistent"
+    assert st[1, 0] == "consistent" and st[1, 1] == "diagonal" and st[1, 3] == "misplaced"
+    assert st[2, 1] == "consistent"
+    assert st[1, 2] == "repeated" and st[2, 2] == "repeated"      # the same text twice in one column
+    assert st[1, 0] == st[2, 0] == "consistent"                    # ...but the target's own accuracy is no copy
+    assert h["change"][0, 1] == pytest.approx(-2.5) and h["change"][0, 2] == pytest.approx(-3.0)
+    assert h["value"][0, 1] == pytest.approx(d1 - 2.5) and np.isnan(h["value"][0, 5]) and st[0, 5] == ""
+    assert h["usable"][0, 1] and h["usable"][1, 0] and not h["usable"][0, 2] and not h["usable"][1, 2]
+    assert not h["usable"][0, 0] and not h["usable"][1, 3]
+    np.testing.assert_allclose(h["own"], T)
+    # MNIST reads Table 7.1's MNIST columns
+    m = NC.read_heatmap(_row("dense 1 Adamw", ["88.89% 2.06%"]), dataset="MNIST")
+    assert m["own"][0] == 88.89 and m["own"][11] == 97.43 and m["status"][11, 0] == "inconsistent"
+    assert NC.read_heatmap(_row("linear SGD", ["86.83% -2.06%"]), dataset="MNIST")["status"][0, 0] == "consistent"
+
+
+def test_read_heatmap_of_the_thesis_figure_7_9():
+    h = NC.read_heatmap()
+    st = h["status"]
+    assert (st != "").all()                                         # 20 full rows of 20 cells
+    # its diagonal: 13 bare accuracies where they belong; the complex 2 Adamw row is a copy of another
+    assert (np.diagonal(st) == "diagonal").sum() == 13
+    i = NC.THESIS_NETS.index
+    assert st[i("simple 2 Adamw"), i("complex 2 Adamw")] == "misplaced"
+    assert (st[i("simple 2 Adamw"), 3:10] == "repeated").all()
+    # the linear-SGD column reads consistently: 0.0 from dense and linear sources, losses from the others
+    col = h["change"][:, 0]
+    assert h["usable"][:, 0].all()                                  # (its own cell reads "25.43% 0.0%")
+    assert all(col[i(f"{n} {o}")] == 0.0 for n in ("linear", "dense 1", "dense 2") for o in ("SGD", "Adamw"))
+    assert col[i("complex 1 Adamw")] == pytest.approx(-3.03, abs=0.01)
+    assert col[i("resnet152 Adamw")] == pytest.approx(12.12 - 25.43)
+
+
+def test_read_heatmap_bad_input():
+    with pytest.raises(ValueError, match="^text must be the extracted text of a heat map"):
+        NC.read_heatmap(3)
+    with pytest.raises(ValueError, match="^each line must start with a network of THESIS_NETS"):
+        NC.read_heatmap("lenet SGD\t1.0%")
+    with pytest.raises(ValueError, match="has 21 cells, more than the 20 targets"):
+        NC.read_heatmap(_row("linear SGD", ["1.0%"] * 21))
+    with pytest.raises(ValueError, match="^a heat-map cell must hold 'acc%' or 'acc% change%', got 'n/a'"):
+        NC.read_heatmap(_row("linear SGD", ["n/a"]))
+    with pytest.raises(ValueError, match="dataset"):
+        NC.read_heatmap(dataset="ImageNet")
+    with pytest.raises(ValueError, match="tol"):
+        NC.read_heatmap(tol=-1.0)
