@@ -191,8 +191,22 @@ def _chapters_with_pending_sweeps_expected_to_fail():
             if p.stem in SWEEP_PENDING else pytest.param(p, id=p.stem) for p in CHAPTERS]
 
 
+# Notebooks whose committed sweep is of their current code but has a check without the room the rule
+# asks for, the fix not yet swept: the room test is a strict expected failure for them.
+ROOM_PENDING = {
+    "08_local_linearity": "'sine: share of failed tries whose output is constant' has mean 4.6 sd but smallest "
+                          "1.6 sd (seed 7; about 50 failed tries per run): a batched run of ~150 tries is the fix",
+}
+
+
 def test_pending_sweeps_name_chapters():
-    assert set(SWEEP_PENDING) <= {p.stem for p in CHAPTERS}
+    assert set(SWEEP_PENDING) | set(ROOM_PENDING) <= {p.stem for p in CHAPTERS}
+    assert not set(SWEEP_PENDING) & set(ROOM_PENDING)
+
+
+def _chapters_with_thin_sweeps_expected_to_fail():
+    return [pytest.param(p, id=p.stem, marks=pytest.mark.xfail(strict=True, reason=f"thin: {ROOM_PENDING[p.stem]}"))
+            if p.stem in ROOM_PENDING else pytest.param(p, id=p.stem) for p in CHAPTERS]
 
 
 @pytest.mark.parametrize("path", _chapters_with_pending_sweeps_expected_to_fail())
@@ -220,7 +234,7 @@ def test_seed_sweep_is_recorded_and_current(path):
             f"{path.name}'s code changed since its seed sweep at {commit[:8]}: re-run python -m lib.sweep {path} --write"
 
 
-@pytest.mark.parametrize("path", CHAPTERS, ids=lambda p: p.stem)
+@pytest.mark.parametrize("path", _chapters_with_thin_sweeps_expected_to_fail())
 def test_seed_sweep_checks_have_room_against_the_spread(path):
     """Issue 32: every statistical check of the committed sweep has its mean value at least
     lib.sweep.MEAN_MARGIN_SDS seed-to-seed sds inside its threshold and its worst run at least
