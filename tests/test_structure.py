@@ -171,7 +171,7 @@ def test_committed_results_have_provenance():
 # its checks are not verified over seeds 0-19 and two threads: the currency test below is an expected
 # failure for them (strict: the entry must go as soon as the sweep is committed), and the room test,
 # which would read the old sweep, is skipped.
-# README, "Seed sweeps pending", says the same to readers; issue 32 stays open while this is not empty.
+# README, "Not yet verified", says the same to readers; issue 32 stays open while this is not empty.
 SWEEP_PENDING = {
     "02_inductive_bias": "lib.maxmargin's full-dimensional sectors and the rebuilt checks (issue 32)",
     "03_mutual_autoencoder": "the Thm 4.1 check with independent draws, longer text and categorical runs (issue 32)",
