@@ -167,7 +167,7 @@ def test_committed_results_have_provenance():
 
 # Notebooks whose code changed after their committed seed sweep and whose new sweep has not run yet
 # (one sweep takes 10-30 min of both cores; the session of 2026-11-27 could run those of chapters 07-10
-# only, and 09's showed one thin check, fixed after it). Each passed one run at the default seed, but
+# and 06's two shorter notebooks only, and 09's showed one thin check, fixed after it). Each passed one run at the default seed, but
 # its checks are not verified over seeds 0-19 and two threads: the currency test below is an expected
 # failure for them (strict: the entry must go as soon as the sweep is committed), and the room test,
 # which would read the old sweep, is skipped.
@@ -177,8 +177,6 @@ SWEEP_PENDING = {
     "03_mutual_autoencoder": "the Thm 4.1 check with independent draws, longer text and categorical runs (issue 32)",
     "04_distillation": "one max-margin solver, the DKW-sized KS check, binomial p-values (issue 32)",
     "05_multi_exit": "30 EW/D and 8 DS seeds for room; check 5's lower bound on the tempered confidence (issue 32)",
-    "06_boolean_swaps": "eqs. (3.14)-(3.18) checked against the derivatives of (3.13) (issue 32)",
-    "06_boolean_swaps_higher_dims": "the Fig. 3.7 grid check reads the full run (check_full_run, issue 32)",
     "06_boolean_swaps_pruning": "stronger pruning experiments; Fig. 3.10's saddles counted without the start (issue 32)",
     "09_student_specialisation": "the Fig. 3 check, thin in the sweep of f3db7a2 (3.0 sd mean, 0.07 sd smallest), "
                                  "became a report over 25 draws, verdict not reproduced (issue 34)",
