@@ -183,10 +183,10 @@ SWEEP_PENDING = {
 }
 
 
-def _chapters_with_pending_sweeps_expected_to_fail():
-    return [pytest.param(p, id=p.stem, marks=pytest.mark.xfail(
-                strict=True, reason=f"seed sweep pending after: {SWEEP_PENDING[p.stem]}"))
-            if p.stem in SWEEP_PENDING else pytest.param(p, id=p.stem) for p in CHAPTERS]
+def _chapters_expecting_failure(pending: dict, why: str):
+    """CHAPTERS as pytest params, those in ``pending`` marked as strict expected failures (``why``: reason)."""
+    return [pytest.param(p, id=p.stem, marks=pytest.mark.xfail(strict=True, reason=f"{why}: {pending[p.stem]}"))
+            if p.stem in pending else pytest.param(p, id=p.stem) for p in CHAPTERS]
 
 
 # Notebooks whose committed sweep is of their current code but has a check without the room the rule
@@ -202,12 +202,7 @@ def test_pending_sweeps_name_chapters():
     assert not set(SWEEP_PENDING) & set(ROOM_PENDING)
 
 
-def _chapters_with_thin_sweeps_expected_to_fail():
-    return [pytest.param(p, id=p.stem, marks=pytest.mark.xfail(strict=True, reason=f"thin: {ROOM_PENDING[p.stem]}"))
-            if p.stem in ROOM_PENDING else pytest.param(p, id=p.stem) for p in CHAPTERS]
-
-
-@pytest.mark.parametrize("path", _chapters_with_pending_sweeps_expected_to_fail())
+@pytest.mark.parametrize("path", _chapters_expecting_failure(SWEEP_PENDING, "seed sweep pending after"))
 def test_seed_sweep_is_recorded_and_current(path):
     """Every chapter notebook has a committed seed sweep (lib.sweep) of its current version: 20 seeds
     on one thread and 5 on two, all passing, from a clean commit."""
@@ -232,7 +227,7 @@ def test_seed_sweep_is_recorded_and_current(path):
             f"{path.name}'s code changed since its seed sweep at {commit[:8]}: re-run python -m lib.sweep {path} --write"
 
 
-@pytest.mark.parametrize("path", _chapters_with_thin_sweeps_expected_to_fail())
+@pytest.mark.parametrize("path", _chapters_expecting_failure(ROOM_PENDING, "thin"))
 def test_seed_sweep_checks_have_room_against_the_spread(path):
     """Issue 32: every statistical check of the committed sweep has its mean value at least
     lib.sweep.MEAN_MARGIN_SDS seed-to-seed sds inside its threshold and its worst run at least
