@@ -174,7 +174,6 @@ def test_committed_results_have_provenance():
 # README, "Not yet verified", says the same to readers; issue 32 stays open while this is not empty.
 SWEEP_PENDING = {
     "02_inductive_bias": "lib.maxmargin's full-dimensional sectors and the rebuilt checks (issue 32)",
-    "03_mutual_autoencoder": "the Thm 4.1 check with independent draws, longer text and categorical runs (issue 32)",
     "04_distillation": "one max-margin solver, the DKW-sized KS check, binomial p-values (issue 32)",
     "05_multi_exit": "30 EW/D and 8 DS seeds for room; check 5's lower bound on the tempered confidence (issue 32)",
     "06_boolean_swaps_pruning": "stronger pruning experiments; Fig. 3.10's saddles counted without the start (issue 32)",
@@ -192,6 +191,8 @@ def _chapters_expecting_failure(pending: dict, why: str):
 # Notebooks whose committed sweep is of their current code but has a check without the room the rule
 # asks for, the fix not yet swept: the room test is a strict expected failure for them.
 ROOM_PENDING = {
+    "03_mutual_autoencoder": "'text: exact reconstructions, MAE minus VAE' (the smallest over seeds x targets) has mean "
+                             "3.87 sd, smallest 1.97 sd in the sweep of 310ca58 (all 25 runs pass); a check on the mean over seeds is the fix",
     "08_local_linearity": "'sine: share of failed tries whose output is constant' has mean 4.6 sd but smallest "
                           "1.6 sd (seed 7; about 50 failed tries per run): a batched run of ~150 tries is the fix",
 }
