@@ -1,0 +1,182 @@
+"""Training steps as one device program (issue 36): the paper-scale trainers' CUDA path.
+
+On a GPU a small model's step costs the host's work (Python, kernel launches, host-device copies and
+synchronisations), not the GPU's arithmetic. A trainer's *device program* is a step function without
+arguments that closes over tensors resident on the device and
+
+* draws its random numbers on the device, from the device's default generator (seeded once by
+  :func:`seeded`), not from a CPU ``torch.Generator`` whose draws would be copied over,
+* never reads a value back to the host (no ``.item()``, ``.cpu()``, Python control flow on tensor
+  values, no tensor made from a Python list inside the step),
+* computes its gradients with ``torch.autograd.grad`` and updates the parameters in place with
+  :class:`DeviceAdam` or a hand-written SGD update (``torch.optim``'s ``step`` is host-side code),
+
+so that :class:`StepRunner` can replay it as a captured CUDA graph (``mode="graph"``, a chunk of steps
+per replay) or compile it (``mode="compile"``: ``torch.compile(mode="reduce-overhead")``), and the CPU
+guard ``tests/test_paper_steps.py`` can trace it whole with ``torch.compile(fullgraph=True)``.
+
+Which path a trainer takes is :func:`step_mode`: ``REPRO_STEP_MODE`` (``auto``, the default: ``graph``
+on CUDA, ``host`` elsewhere). ``host`` is each trainer's original loop, so the CPU's quick and full
+runs are bit-identical to before; a device program draws other random numbers than the host loop (the
+device's generator, in another order), so a CUDA run's numbers differ from a CPU run's beyond float
+rounding. ``eager`` runs the device program without graphs (the fall-back, and how the CPU tests run it).
+Used by :func:`lib.mae.train_mae` (chapter 03's SequenceMAE) and :func:`lib.teacher_student.train_deep`
+(chapter 09's deep students).
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+
+import torch
+
+from lib import validate as V
+
+MODES = ("host", "eager", "graph", "compile")
+
+
+def step_mode(device) -> str:
+    """The training path for ``device`` (a ``torch.device``): ``REPRO_STEP_MODE`` if set to one of
+    :data:`MODES`, else (``auto``) ``graph`` on CUDA and ``host`` elsewhere. ``graph`` and ``compile``
+    need CUDA (a ``ValueError`` on another device)."""
+    mode = os.environ.get("REPRO_STEP_MODE", "auto").strip().lower() or "auto"
+    if mode == "auto":
+        return "graph" if device.type == "cuda" else "host"
+    if mode not in MODES:
+        raise V.ArgumentValueError(f"REPRO_STEP_MODE must be 'auto' or one of {MODES}, got {mode!r}")
+    if mode in ("graph", "compile") and device.type != "cuda":
+        raise V.ArgumentValueError(f"REPRO_STEP_MODE={mode!r} needs a CUDA device, got {device}")
+    return mode
+
+
+@contextmanager
+def seeded(device, seed: int):
+    """A ``with`` block in which ``device``'s default generator is seeded ``seed`` (the device program's
+    random numbers) and restored afterwards, as is the CPU's (``torch.random.fork_rng``)."""
+    devices = [device] if device.type == "cuda" else []
+    with torch.random.fork_rng(devices=devices, device_type="cuda"):
+        if device.type == "cuda":
+            with torch.cuda.device(device):
+                torch.cuda.manual_seed(int(seed))
+        else:
+            torch.manual_seed(int(seed))
+        yield
+
+
+def categorical(logits) -> torch.Tensor:
+    """One index per row of ``logits`` (last axis), drawn with probability ``softmax(logits)`` on their
+    device: the exponential race ``argmax(logits - log E)``, ``E ~ Exp(1)`` (Gumbel-max), which is what
+    ``torch.multinomial`` does for one draw, without its host-side check of the probabilities."""
+    race = torch.empty_like(logits).exponential_()
+    return (logits - race.log()).argmax(-1)
+
+
+def gradients(loss, params) -> list:
+    """``d loss / d params`` (zeros for a parameter the loss does not reach), no ``.grad`` fields touched."""
+    return list(torch.autograd.grad(loss, params, allow_unused=True, materialize_grads=True))
+
+
+def clip_by_norm(grads, max_norm: float) -> list:
+    """``grads`` scaled to a joint 2-norm of at most ``max_norm`` (``clip_grad_norm_``'s rule, on the device)."""
+    total = torch.linalg.vector_norm(torch.stack([torch.linalg.vector_norm(g) for g in grads]))
+    scale = (max_norm / (total + 1e-6)).clamp(max=1.0)
+    return [g * scale for g in grads]
+
+
+class DeviceAdam:
+    """Adam (``torch.optim.Adam``'s update: no weight decay, no amsgrad) whose state, the step count
+    included, lives in tensors on the parameters' device, so that an update launches the same kernels
+    every step and reads nothing back: capturable and traceable. ``update(grads)`` changes the
+    parameters in place."""
+
+    def __init__(self, params, lr: float, betas=(0.9, 0.999), eps: float = 1e-8):
+        self.params = list(params)
+        if not self.params:
+            raise V.ArgumentValueError("DeviceAdam needs at least one parameter")
+        self.lr, self.eps = V.positive(lr, "lr"), V.positive(eps, "eps")
+        self.b1, self.b2 = (V.real(b, "betas[i]", min=0.0, max=1.0, max_open=True) for b in betas)
+        self.m = [torch.zeros_like(p) for p in self.params]
+        self.v = [torch.zeros_like(p) for p in self.params]
+        self.t = torch.zeros((), device=self.params[0].device)
+
+    @torch.no_grad()
+    def update(self, grads) -> None:
+        grads = [g.detach() for g in grads]
+        self.t.add_(1.0)
+        torch._foreach_lerp_(self.m, grads, 1 - self.b1)
+        torch._foreach_mul_(self.v, self.b2)
+        torch._foreach_addcmul_(self.v, grads, grads, 1 - self.b2)
+        bc1 = 1 - torch.pow(self.b1, self.t)
+        bc2 = 1 - torch.pow(self.b2, self.t)
+        denom = torch._foreach_div(self.v, bc2)
+        torch._foreach_sqrt_(denom)
+        torch._foreach_add_(denom, self.eps)
+        steps = torch._foreach_div(self.m, denom)
+        torch._foreach_mul_(steps, -self.lr / bc1)
+        torch._foreach_add_(self.params, steps)
+
+
+class StepRunner:
+    """Runs a device program ``step`` (no arguments; returns a tensor or a tuple of tensors) ``n`` times.
+
+    ``mode``: ``eager`` calls it; ``graph`` warms it up with ``warmup`` real steps on a side stream, then
+    captures ``chunk`` consecutive steps as one ``torch.cuda.CUDAGraph`` and replays it (the remainder of
+    an ``n`` that is not a multiple of ``chunk`` runs eagerly: same kernels, same tensors); ``compile``
+    calls ``torch.compile(step, mode="reduce-overhead")``. Every step counts: warm-up steps are training
+    steps. :meth:`run` returns the last step's outputs (in ``graph`` mode the graph's static outputs,
+    which the next replay overwrites: clone what you keep)."""
+
+    def __init__(self, step, mode: str = "eager", chunk: int = 1, warmup: int = 3):
+        if mode not in MODES[1:]:
+            raise V.ArgumentValueError(f"mode must be one of {MODES[1:]}, got {mode!r}")
+        self.step, self.mode = step, mode
+        self.chunk, self.warmup = V.positive_int(chunk, "chunk"), V.nonnegative_int(warmup, "warmup")
+        self.graph, self.out, self.done = None, None, 0
+        if mode == "compile":
+            import torch._dynamo
+
+            torch._dynamo.config.trace_autograd_ops = True
+            self.call = torch.compile(step, mode="reduce-overhead")
+        else:
+            self.call = step
+
+    def _capture(self):
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            for _ in range(self.warmup):
+                self.out = self.step()
+        torch.cuda.current_stream().wait_stream(stream)
+        self.done += self.warmup
+        self.graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(self.graph):
+            for _ in range(self.chunk):
+                self.static = self.step()
+        return self.warmup
+
+    def run(self, n: int):
+        """``n`` steps (``n >= 0``); the outputs of the last one (``None`` if none ran yet)."""
+        n = V.nonnegative_int(n, "n")
+        if self.mode == "graph":
+            if self.graph is None and n >= self.warmup + self.chunk:
+                n -= self._capture()
+            while self.graph is not None and n >= self.chunk:
+                self.graph.replay()
+                self.out, n = self.static, n - self.chunk
+                self.done += self.chunk
+        for _ in range(n):
+            self.out = self.call()
+            self.done += 1
+        return self.out
+
+
+def operator_calls(fn, *args) -> int:
+    """How many ATen operators one call ``fn(*args)`` launches (``torch.profiler``, CPU activity): what a
+    device program's host-side cost grows with (the CPU guard checks that it does not grow with the number
+    of models batched)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        fn(*args)
+    return sum(e.count for e in prof.key_averages() if e.key.startswith("aten::"))
