@@ -117,15 +117,40 @@ class DeviceAdam:
         torch._foreach_add_(self.params, steps)
 
 
+class DeviceSGD:
+    """SGD with momentum (``torch.optim.SGD``'s update: dampening 0, Nesterov optional, L2 weight decay) whose
+    learning rate ``lr`` is a 0-d tensor on the device (a schedule changes it in place between steps) and whose
+    momentum buffers start at zero (which gives ``torch.optim.SGD``'s first step, ``buf = g``)."""
+
+    def __init__(self, params, lr, momentum: float = 0.0, weight_decay: float = 0.0, nesterov: bool = False):
+        self.params = list(params)
+        if not self.params or not isinstance(lr, torch.Tensor) or lr.ndim != 0:
+            raise V.ArgumentValueError("DeviceSGD needs at least one parameter and lr as a 0-d tensor")
+        self.lr, self.nesterov = lr, bool(nesterov)
+        self.momentum, self.wd = V.nonnegative(momentum, "momentum"), V.nonnegative(weight_decay, "weight_decay")
+        self.buf = [torch.zeros_like(p) for p in self.params]
+
+    @torch.no_grad()
+    def update(self, grads) -> None:
+        d = torch._foreach_add([g.detach() for g in grads], self.params, alpha=self.wd)
+        torch._foreach_mul_(self.buf, self.momentum)
+        torch._foreach_add_(self.buf, d)
+        if self.nesterov:
+            torch._foreach_add_(d, self.buf, alpha=self.momentum)
+        else:
+            d = self.buf
+        torch._foreach_add_(self.params, torch._foreach_mul(d, -self.lr))
+
+
 class StepRunner:
     """Runs a device program ``step`` (no arguments; returns a tensor or a tuple of tensors) ``n`` times.
 
-    ``mode``: ``eager`` calls it; ``graph`` warms it up with ``warmup`` real steps on a side stream, then
-    captures ``chunk`` consecutive steps as one ``torch.cuda.CUDAGraph`` and replays it (the remainder of
-    an ``n`` that is not a multiple of ``chunk`` runs eagerly: same kernels, same tensors); ``compile``
-    calls ``torch.compile(step, mode="reduce-overhead")``. Every step counts: warm-up steps are training
-    steps. :meth:`run` returns the last step's outputs (in ``graph`` mode the graph's static outputs,
-    which the next replay overwrites: clone what you keep)."""
+    ``mode``: ``eager`` calls it; ``graph`` runs the first ``warmup`` steps eagerly on a side stream, then
+    captures ``chunk`` consecutive steps as one ``torch.cuda.CUDAGraph`` and replays it (what is left of an
+    ``n`` that is not a multiple of ``chunk`` runs eagerly: the same kernels on the same tensors);
+    ``compile`` calls ``torch.compile(step, mode="reduce-overhead")``. Every step counts (warm-up steps are
+    training steps); ``done`` counts them. :meth:`run` returns the last step's outputs (in ``graph`` mode the
+    graph's static outputs, which the next replay overwrites: clone what you keep)."""
 
     def __init__(self, step, mode: str = "eager", chunk: int = 1, warmup: int = 3):
         if mode not in MODES[1:]:
@@ -141,30 +166,37 @@ class StepRunner:
         else:
             self.call = step
 
-    def _capture(self):
+    def _warm(self, k: int):
+        """``k`` eager steps on a side stream (CUDA graphs want their warm-up there)."""
         stream = torch.cuda.Stream()
         stream.wait_stream(torch.cuda.current_stream())
         with torch.cuda.stream(stream):
-            for _ in range(self.warmup):
+            for _ in range(k):
                 self.out = self.step()
         torch.cuda.current_stream().wait_stream(stream)
-        self.done += self.warmup
+        self.done += k
+
+    def _capture(self):
+        """Record ``chunk`` steps as one CUDA graph (recording runs nothing)."""
         self.graph = torch.cuda.CUDAGraph()
         with torch.cuda.graph(self.graph):
             for _ in range(self.chunk):
                 self.static = self.step()
-        return self.warmup
 
     def run(self, n: int):
-        """``n`` steps (``n >= 0``); the outputs of the last one (``None`` if none ran yet)."""
+        """``n`` more steps (``n >= 0``); the outputs of the last one (``None`` if none ran yet)."""
         n = V.nonnegative_int(n, "n")
-        if self.mode == "graph":
-            if self.graph is None and n >= self.warmup + self.chunk:
-                n -= self._capture()
-            while self.graph is not None and n >= self.chunk:
-                self.graph.replay()
-                self.out, n = self.static, n - self.chunk
-                self.done += self.chunk
+        if self.mode == "graph" and self.graph is None:
+            warm = min(n, max(0, self.warmup - self.done))
+            if warm:
+                self._warm(warm)
+                n -= warm
+            if self.done >= self.warmup and n >= self.chunk:
+                self._capture()
+        while self.graph is not None and n >= self.chunk:
+            self.graph.replay()
+            self.out, n = self.static, n - self.chunk
+            self.done += self.chunk
         for _ in range(n):
             self.out = self.call()
             self.done += 1
