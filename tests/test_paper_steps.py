@@ -1,8 +1,8 @@
 """Issue 36's CPU-side guard of the paper-scale training steps that run as one device program on CUDA
 (lib.device_step; chapters 03, 05 and 09): CI has no GPU, so each step is traced whole by
 ``torch.compile(fullgraph=True)`` on tiny stand-in shapes (a host synchronisation, ``.item()``, Python control
-flow on a tensor's value or a CPU generator inside the step is a graph break, which fails the trace), its count
-of operator calls must not grow with the number of models batched, and each device program is compared with
+flow on a tensor's value or a CPU generator inside the step is a graph break or a host read in the traced graph,
+either of which fails the test), its count of operator calls must not grow with the number of models batched, and each device program is compared with
 the host loop it replaces (an independent computation) where the two can agree."""
 
 import os
@@ -32,9 +32,22 @@ def traceable():
     torch._dynamo.reset()
 
 
+HOST_READS = ("item", "tolist", "cpu", "numpy")  # methods; and aten's _local_scalar_dense
+
+
 def _traced(step):
-    """``step`` traced whole (a graph break raises) and run once (eager backend: a trace, no code generation)."""
-    return torch.compile(step, fullgraph=True, backend="eager")()
+    """``step`` traced whole (a graph break raises) and run once (eager backend: a trace, no code generation);
+    the traced graph must read nothing back to the host (torch >= 2.13 traces ``.item()`` without a break)."""
+    calls = []
+
+    def backend(gm, example_inputs):
+        calls.extend(str(node.target) for node in gm.graph.nodes if node.op in ("call_method", "call_function"))
+        return gm.forward
+
+    out = torch.compile(step, fullgraph=True, backend=backend)()
+    reads = [c for c in calls if c in HOST_READS or "_local_scalar_dense" in c]
+    assert calls and not reads, f"the step reads values back to the host: {reads}"
+    return out
 
 
 # ------------------------------------------------------------------------------- the steps, on tiny shapes
@@ -90,17 +103,25 @@ def test_each_paper_step_traces_as_one_graph(traceable, name):
     _traced(STEPS[name]())
 
 
-def test_the_guard_fails_on_a_host_sync(traceable, monkeypatch):
-    """The guard can fail: a step that reads a value back (as the host loops' checks and logs do) breaks the graph."""
+def test_the_guard_fails_on_a_host_sync(traceable):
+    """The guard can fail: Python control flow on a tensor's value breaks the graph, and a value read back and
+    used (``float(t)``, ``.item()``: torch >= 2.13 traces them) is found in the graph. (A read whose result is
+    never used is dropped by the tracer: this guard does not see it.)"""
     step = deep_step()
 
-    def synced():
+    def branches():
         step()
-        if float(torch.zeros(())) > 1:  # a host read inside the step
+        if float(torch.zeros(())) > 1:
             raise AssertionError
 
-    with pytest.raises(Exception, match="(?i)graph break|item|unsupported|data-dependent"):
-        _traced(synced)
+    def reads():
+        step()
+        return torch.ones(()) * torch.zeros(()).item()
+
+    with pytest.raises(Exception, match="(?i)data-dependent|graph break|unsupported"):
+        _traced(branches)
+    with pytest.raises(AssertionError, match=r"reads values back to the host: \['item'\]"):
+        _traced(reads)
 
 
 @pytest.mark.parametrize("make, small, large", [
