@@ -400,13 +400,14 @@ def measure(run, share: float, sync) -> dict:
 
 def step_flops(run) -> int | None:
     """Floating-point operations of one step (``torch.utils.flop_counter``: matrix products and convolutions,
-    forward and backward), counted on a call of one step; None if the counter fails."""
+    forward and backward), counted on a call of one step (or of the fewest steps the case's trainer takes: one
+    epoch for chapter 07, per step then); None if the counter fails."""
     try:
         from torch.utils.flop_counter import FlopCounterMode
 
         with FlopCounterMode(display=False) as counter:
-            run(1)
-        return int(counter.get_total_flops())
+            taken = run(1)
+        return int(counter.get_total_flops()) // max(1, taken)
     except Exception as exc:  # a measurement aid only
         print(f"  (FLOP count failed: {type(exc).__name__}: {exc})", file=sys.stderr)
         return None
