@@ -34,6 +34,7 @@ import torch
 from lib import validate as V
 
 MODES = ("host", "eager", "graph", "compile")
+FALLBACKS: list = []  # why a StepRunner's CUDA graph capture failed (it then ran eagerly): for the step-time script
 
 
 def step_mode(device) -> str:
@@ -161,7 +162,7 @@ class StepRunner:
         if mode == "compile":
             import torch._dynamo
 
-            torch._dynamo.config.trace_autograd_ops = True
+            torch._dynamo.config.trace_autograd_ops = torch._dynamo.config.allow_rnn = True
             self.call = torch.compile(step, mode="reduce-overhead")
         else:
             self.call = step
@@ -177,11 +178,23 @@ class StepRunner:
         self.done += k
 
     def _capture(self):
-        """Record ``chunk`` steps as one CUDA graph (recording runs nothing)."""
-        self.graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(self.graph):
-            for _ in range(self.chunk):
-                self.static = self.step()
+        """Record ``chunk`` steps as one CUDA graph (recording runs nothing). If the capture fails (an operation
+        that a graph cannot hold), warn, note it in :data:`FALLBACKS` and go on eagerly: same steps, no graph."""
+        import warnings
+
+        graph = torch.cuda.CUDAGraph()
+        try:
+            with torch.cuda.graph(graph):
+                for _ in range(self.chunk):
+                    self.static = self.step()
+        except Exception as exc:  # the captured steps did not run: the state is that of the last eager step
+            self.mode = "eager"
+            FALLBACKS.append(f"{type(exc).__name__}: {exc}")
+            warnings.warn(f"CUDA graph capture failed ({type(exc).__name__}: {exc}); the device program runs "
+                          "eagerly", RuntimeWarning, stacklevel=3)
+            torch.cuda.synchronize()
+            return
+        self.graph = graph
 
     def run(self, n: int):
         """``n`` more steps (``n >= 0``); the outputs of the last one (``None`` if none ran yet)."""

@@ -504,6 +504,9 @@ def run_case(case, mode, args, share, sync) -> dict:
     """Measure one case under REPRO_STEP_MODE=``mode`` (None: as it is) within ``share`` seconds."""
     row = {"case": case.name, "mode": mode or "", "paper_steps": case.paper_steps, "paper_steps_counted": case.counted}
     saved = os.environ.get("REPRO_STEP_MODE")
+    from lib.device_step import FALLBACKS
+
+    FALLBACKS.clear()
     if mode:
         os.environ["REPRO_STEP_MODE"] = mode
     try:
@@ -518,6 +521,8 @@ def run_case(case, mode, args, share, sync) -> dict:
         row["error"] = f"{type(exc).__name__}: {exc}"
         traceback.print_exc()
     finally:
+        if FALLBACKS:  # a failed CUDA graph capture: these steps ran eagerly
+            row["graph_fallbacks"] = sorted(set(FALLBACKS))
         if saved is None:
             os.environ.pop("REPRO_STEP_MODE", None)
         else:
@@ -544,7 +549,8 @@ def report(results, args, rate):
         bound = "—"
         if rate and r.get("flops_per_step") and r.get("paper_steps"):
             bound = human(r["flops_per_step"] * r["paper_steps"] / rate)
-        print(f"| {r['case']} | {args.device} | {r.get('mode') or '—'} | {wall:.4g} | {cpu:.4g} | {cpu / wall:.2f} | "
+        path = (r.get("mode") or "—") + (" (capture failed: ran eagerly)" if r.get("graph_fallbacks") else "")
+        print(f"| {r['case']} | {args.device} | {path} | {wall:.4g} | {cpu:.4g} | {cpu / wall:.2f} | "
               f"{steps} | {est} | {bound} |")
     print("\ns/step and CPU s/step: the marginal seconds per step between two timed calls where both ran, else one "
           "call's mean. Paper steps counted:")
