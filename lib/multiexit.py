@@ -606,7 +606,8 @@ def _train_program(model, X, y, distill, cfg, teachers, X_unl, annealer, order_s
                                                                        torch.zeros(1, dtype=torch.long, device=dev))
     annealer.tau = annealer.tau.to(dev)
     full_batch = batch[0]
-    model.device_program = True
+    model.device_program, benchmark = True, torch.backends.cudnn.benchmark
+    torch.backends.cudnn.benchmark = True  # fixed shapes: cuDNN times its grouped convolutions once, in the warm-up
     model.train()
     try:
         with seeded(dev, order_seeds[0]):
@@ -628,7 +629,7 @@ def _train_program(model, X, y, distill, cfg, teachers, X_unl, annealer, order_s
                         batch[0] = full_batch
                 V.finite_loss(loss, f"{epoch + 1} (epoch)", cfg.lr)  # the epoch's last batch (one sync per epoch)
     finally:
-        model.device_program = False
+        model.device_program, torch.backends.cudnn.benchmark = False, benchmark
     conf, adj, tau = log[0].cpu().numpy()
     annealer.log = {"conf": list(conf), "adj_conf": list(adj), "tau": list(tau)}
     annealer.tau = annealer.tau.cpu()

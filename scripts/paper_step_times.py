@@ -440,13 +440,15 @@ def blocking_sync() -> str:
 
     try:
         cuda = ctypes.CDLL("libcuda.so.1")
+        set_flags = getattr(cuda, "cuDevicePrimaryCtxSetFlags_v2", None) or cuda.cuDevicePrimaryCtxSetFlags
         dev = ctypes.c_int()
-        for rc in (cuda.cuInit(0), cuda.cuDeviceGet(ctypes.byref(dev), 0),
-                   cuda.cuDevicePrimaryCtxSetFlags(dev, 4)):  # 4 = CU_CTX_SCHED_BLOCKING_SYNC
+        for call in (lambda: cuda.cuInit(0), lambda: cuda.cuDeviceGet(ctypes.byref(dev), 0),
+                     lambda: set_flags(dev, 4)):  # 4 = CU_CTX_SCHED_BLOCKING_SYNC
+            rc = call()
             if rc:
                 return f"not set (CUDA driver error {rc})"
         return "blocking sync (CU_CTX_SCHED_BLOCKING_SYNC)"
-    except OSError as exc:
+    except (OSError, AttributeError) as exc:
         return f"not set ({exc})"
 
 
