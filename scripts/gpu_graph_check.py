@@ -80,6 +80,8 @@ def main(argv=None) -> int:
     import torch
 
     torch.set_num_threads(1)
+    # full float32 in convolutions and products (no TF32): the comparisons test the programs, not the rounding
+    torch.backends.cudnn.allow_tf32 = torch.backends.cuda.matmul.allow_tf32 = False
     os.environ["REPRO_DEVICE"] = args.device
     modes = ("host", "eager", "graph") if args.device == "cuda" else ("host", "eager")
     rows, failed = [], False
