@@ -68,8 +68,10 @@ def seeded(device, seed: int):
 def categorical(logits) -> torch.Tensor:
     """One index per row of ``logits`` (last axis), drawn with probability ``softmax(logits)`` on their
     device: the exponential race ``argmax(logits - log E)``, ``E ~ Exp(1)`` (Gumbel-max), which is what
-    ``torch.multinomial`` does for one draw, without its host-side check of the probabilities."""
-    race = torch.empty_like(logits).exponential_()
+    ``torch.multinomial`` does for one draw, without its host-side check of the probabilities. The race times
+    are kept above the dtype's smallest normal number, so that a draw of exactly 0 cannot give ``-inf - log 0``
+    (NaN, which argmax would pick) on a forbidden (``-inf``) entry."""
+    race = torch.empty_like(logits).exponential_().clamp_(min=torch.finfo(logits.dtype).tiny)
     return (logits - race.log()).argmax(-1)
 
 
