@@ -149,18 +149,18 @@ class StepRunner:
     """Runs a device program ``step`` (no arguments; returns a tensor or a tuple of tensors) ``n`` times.
 
     ``mode``: ``eager`` calls it; ``graph`` runs the first ``warmup`` steps eagerly on a side stream, then
-    captures ``chunk`` consecutive steps as one ``torch.cuda.CUDAGraph`` and replays it (what is left of an
-    ``n`` that is not a multiple of ``chunk`` runs eagerly: the same kernels on the same tensors);
-    ``compile`` calls ``torch.compile(step, mode="reduce-overhead")``. Every step counts (warm-up steps are
-    training steps); ``done`` counts them. :meth:`run` returns the last step's outputs (in ``graph`` mode the
-    graph's static outputs, which the next replay overwrites: clone what you keep)."""
+    captures ``chunk`` consecutive steps as one ``torch.cuda.CUDAGraph`` and replays it, and what is left of an
+    ``n`` that is not a multiple of ``chunk`` replays a second graph of one step (the same kernels on the same
+    tensors); ``compile`` calls ``torch.compile(step, mode="reduce-overhead")``. Every step counts (warm-up
+    steps are training steps); ``done`` counts them. :meth:`run` returns the last step's outputs (in ``graph``
+    mode a graph's static outputs, which its next replay overwrites: clone what you keep)."""
 
     def __init__(self, step, mode: str = "eager", chunk: int = 1, warmup: int = 3):
         if mode not in MODES[1:]:
             raise V.ArgumentValueError(f"mode must be one of {MODES[1:]}, got {mode!r}")
         self.step, self.mode = step, mode
         self.chunk, self.warmup = V.positive_int(chunk, "chunk"), V.nonnegative_int(warmup, "warmup")
-        self.graph, self.out, self.done = None, None, 0
+        self.graphs, self.out, self.done = {}, None, 0  # graphs: {steps: (CUDAGraph, its static outputs)}
         if mode == "compile":
             import torch._dynamo
 
@@ -179,39 +179,44 @@ class StepRunner:
         torch.cuda.current_stream().wait_stream(stream)
         self.done += k
 
-    def _capture(self):
-        """Record ``chunk`` steps as one CUDA graph (recording runs nothing). If the capture fails (an operation
-        that a graph cannot hold), warn, note it in :data:`FALLBACKS` and go on eagerly: same steps, no graph."""
+    def _graph(self, size: int):
+        """The graph of ``size`` consecutive steps, recorded on first use (recording runs nothing). If the capture
+        fails (an operation that a graph cannot hold), warn, note it in :data:`FALLBACKS` and return None: the
+        runner goes on eagerly, the same steps without graphs."""
         import warnings
 
+        if size in self.graphs:
+            return self.graphs[size]
         graph = torch.cuda.CUDAGraph()
         try:
             with torch.cuda.graph(graph):
-                for _ in range(self.chunk):
-                    self.static = self.step()
+                for _ in range(size):
+                    static = self.step()
         except Exception as exc:  # the captured steps did not run: the state is that of the last eager step
             self.mode = "eager"
             FALLBACKS.append(f"{type(exc).__name__}: {exc}")
             warnings.warn(f"CUDA graph capture failed ({type(exc).__name__}: {exc}); the device program runs "
                           "eagerly", RuntimeWarning, stacklevel=3)
             torch.cuda.synchronize()
-            return
-        self.graph = graph
+            return None
+        self.graphs[size] = graph, static
+        return self.graphs[size]
 
     def run(self, n: int):
         """``n`` more steps (``n >= 0``); the outputs of the last one (``None`` if none ran yet)."""
         n = V.nonnegative_int(n, "n")
-        if self.mode == "graph" and self.graph is None:
+        if self.mode == "graph":
             warm = min(n, max(0, self.warmup - self.done))
             if warm:
                 self._warm(warm)
                 n -= warm
-            if self.done >= self.warmup and n >= self.chunk:
-                self._capture()
-        while self.graph is not None and n >= self.chunk:
-            self.graph.replay()
-            self.out, n = self.static, n - self.chunk
-            self.done += self.chunk
+            for size in sorted({self.chunk, 1}, reverse=True):
+                while n >= size and self.mode == "graph":
+                    graph, static = self._graph(size) or (None, None)
+                    if graph is None:
+                        break
+                    graph.replay()
+                    self.out, n, self.done = static, n - size, self.done + size
         for _ in range(n):
             self.out = self.call()
             self.done += 1

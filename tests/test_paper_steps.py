@@ -5,7 +5,7 @@ flow on a tensor's value or a CPU generator inside the step is a graph break or 
 either of which fails the test), its count of operator calls must not grow with the number of models batched, and each device program is compared with
 the host loop it replaces (an independent computation) where the two can agree."""
 
-import os
+from contextlib import nullcontext
 from dataclasses import replace
 
 import numpy as np
@@ -280,3 +280,72 @@ def test_step_runner_counts_every_step_and_returns_the_last_output():
     assert runner.run(0) is None and float(runner.run(3)) == 3.0 and runner.done == 3 and len(calls) == 3
     with pytest.raises(ValueError, match="mode must be"):
         DS.StepRunner(step, "host")
+
+
+class _FakeCuda:
+    """Stand-ins for torch.cuda's streams and graphs on the CPU: a 'capture' records the step calls without
+    running them and a replay runs them, as a CUDA graph does (or raises, to test the fall-back)."""
+
+    def __init__(self, fail=False):
+        self.capturing, self.fail, self.captures = None, fail, []
+
+    def install(self, monkeypatch):
+        from contextlib import contextmanager, nullcontext
+
+        fake = self
+
+        class Stream:
+            def wait_stream(self, other):
+                pass
+
+        class Graph:
+            def __init__(self):
+                self.calls = []
+
+            def replay(self):
+                for call in self.calls:
+                    call(real=True)
+
+        @contextmanager
+        def graph(g):
+            fake.capturing = g
+            try:
+                yield
+                if fake.fail:
+                    raise RuntimeError("operation not permitted when stream is capturing")
+            finally:
+                fake.capturing = None
+            fake.captures.append(len(g.calls))
+
+        for name, value in (("Stream", Stream), ("current_stream", lambda: Stream()), ("stream", lambda s: nullcontext()),
+                            ("CUDAGraph", Graph), ("graph", graph), ("synchronize", lambda: None)):
+            monkeypatch.setattr(torch.cuda, name, value)
+
+
+@pytest.mark.parametrize("fail", [False, True], ids=["captured", "capture fails"])
+def test_step_runner_graph_mode_bookkeeping(monkeypatch, fail):
+    """Graph mode (with stand-ins for CUDA graphs): warm-up steps run eagerly, then chunks of 64 and single steps
+    replay their graphs; every step runs exactly once, in order, and ``done`` counts them; a failed capture is
+    noted and the runner goes on eagerly without losing a step."""
+    fake = _FakeCuda(fail)
+    fake.install(monkeypatch)
+    ran = []
+
+    def step(real=False):
+        if fake.capturing is not None and not real:
+            fake.capturing.calls.append(step)
+            return "static"
+        ran.append(len(ran))
+        return len(ran)
+
+    DS.FALLBACKS.clear()
+    runner = DS.StepRunner(step, "graph", chunk=64)
+    with pytest.warns(RuntimeWarning, match="capture failed") if fail else nullcontext():
+        for n in (2, 0, 150, 64, 5):
+            runner.run(n)
+    assert ran == list(range(221)) and runner.done == 221
+    if fail:
+        assert runner.mode == "eager" and len(DS.FALLBACKS) == 1 and fake.captures == []
+    else:
+        assert runner.mode == "graph" and sorted(runner.graphs) == [1, 64] and fake.captures == [64, 1]
+        assert runner.out == "static"
