@@ -5,7 +5,7 @@
 #
 #     bash scripts/gpu_steps.sh OUTDIR
 #
-# It takes at most 6 minutes (GPU_STEPS_BUDGET_S, GPU_STEPS_CPU_BUDGET_S bound the measuring; every part has
+# It takes at most 6 minutes (45 + 250 + 60 s of timeouts; GPU_STEPS_BUDGET_S, GPU_STEPS_CPU_BUDGET_S bound the measuring; every part has
 # its own timeout) and writes six small files into OUTDIR (no subfolders):
 #   machine.txt            the GPU, driver, Python, torch, commit (if any), cores
 #   graph_check.json       scripts/gpu_graph_check.py: the device programs (lib.device_step) against the host
@@ -21,8 +21,8 @@ set -u
 OUT=${1:?usage: bash scripts/gpu_steps.sh OUTDIR}
 PY=${PYTHON:-python3}
 DEVICE=${GPU_CHECK_DEVICE:-cuda}
-BUDGET=${GPU_STEPS_BUDGET_S:-190}        # measuring time of the device pass (its timeout: BUDGET + 90 s)
-CPU_BUDGET=${GPU_STEPS_CPU_BUDGET_S:-40} # measuring time of the CPU pass (its timeout: CPU_BUDGET + 40 s)
+BUDGET=${GPU_STEPS_BUDGET_S:-190}        # measuring time of the device pass (its timeout: BUDGET + 60 s)
+CPU_BUDGET=${GPU_STEPS_CPU_BUDGET_S:-30} # measuring time of the CPU pass (its timeout: CPU_BUDGET + 30 s)
 mkdir -p "$OUT"
 export PYTHONUNBUFFERED=1
 unset REPRO_SCALE REPRO_PAPER_SMOKE REPRO_DEVICE REPRO_SEED REPRO_STEP_MODE REPRO_THREADS
@@ -34,14 +34,14 @@ start=$(date +%s)
   git rev-parse HEAD 2>/dev/null && git status --porcelain --untracked-files=no | head; nproc; } > "$OUT/machine.txt" 2>&1
 cat "$OUT/machine.txt"
 
-# 1. the device programs against the host loops on the device (small shapes, ~30 s)
-timeout 60 "$PY" scripts/gpu_graph_check.py --device "$DEVICE" --json "$OUT/graph_check.json" 2>> "$OUT/steps.log"
+# 1. the device programs against the host loops on the device (small shapes; at most 45 s)
+timeout 45 "$PY" scripts/gpu_graph_check.py --device "$DEVICE" --json "$OUT/graph_check.json" 2>> "$OUT/steps.log"
 check_rc=$?
 echo "graph check: exit $check_rc after $(( $(date +%s) - start )) s"
 
 # 2. step times on the device, every case; the device programs in every mode
 if [ "$DEVICE" = cuda ]; then modes="host eager graph"; else modes="host eager"; fi
-timeout $(( ${BUDGET%.*} + 90 )) "$PY" scripts/paper_step_times.py --device "$DEVICE" --modes $modes --flops \
+timeout $(( ${BUDGET%.*} + 60 )) "$PY" scripts/paper_step_times.py --device "$DEVICE" --modes $modes --flops \
   --budget "$BUDGET" --json "$OUT/step_times_$DEVICE.json" > "$OUT/step_times_$DEVICE.md" 2>> "$OUT/steps.log"
 steps_rc=$?
 echo "step times on $DEVICE: exit $steps_rc after $(( $(date +%s) - start )) s"
@@ -49,7 +49,7 @@ echo "step times on $DEVICE: exit $steps_rc after $(( $(date +%s) - start )) s"
 # 3. the same cases on one CPU thread of this machine (the host loops), for the comparison
 cpu_rc=0
 if [ "$DEVICE" = cuda ]; then
-  REPRO_THREADS=1 timeout $(( ${CPU_BUDGET%.*} + 40 )) "$PY" scripts/paper_step_times.py --device cpu \
+  REPRO_THREADS=1 timeout $(( ${CPU_BUDGET%.*} + 30 )) "$PY" scripts/paper_step_times.py --device cpu \
     --only "09 deep" "05 six-exit CNN, 1 model" "03 IMDB" --budget "$CPU_BUDGET" --json "$OUT/step_times_cpu.json" \
     >> "$OUT/steps.log" 2>&1
   cpu_rc=$?
