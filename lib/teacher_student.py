@@ -881,8 +881,8 @@ def _train_deep_program(teacher, student, X, steps, lr, batch_size, seed, record
     steps and at ``record_at``. The minibatches are the device generator's (seeded ``seed``), not numpy's."""
     ops = _TorchOps(device)
     unbatched = student[0][0].ndim == 2
-    net = [(ops.put(W)[None].clone(), ops.put(b)[None].clone()) if unbatched else (ops.put(W), ops.put(b))
-           for W, b in student]
+    net = [(ops.put(W)[None].clone(), ops.put(b)[None].clone()) if unbatched else (ops.put(W).clone(), ops.put(b).clone())
+           for W, b in student]  # copies: on the CPU ops.put shares the caller's arrays, which the steps change in place
     Xd = ops.put(X)
     Y = _deep_forward([(ops.put(W), ops.put(b)) for W, b in teacher], Xd, ops)[1][-1]
     B, rate, snaps = X.shape[0] if batch_size is None else batch_size, ops.empty(()), {}

@@ -227,6 +227,7 @@ def test_deep_device_program_equals_the_host_loop_in_full_batch(monkeypatch):
         runs.append(TS.train_deep(teacher, student, X, 40, {0: 0.05, 20: 0.02}, batch_size=None,
                                   record_at=[0, 10, 40], device="cpu"))
     (a, sa), (b, sb) = runs
+    assert all(np.array_equal(W, W0) for (W, _), (W0, _) in zip(student, TS.make_student_deep(5, [8, 12], 3, S=3, seed=1)))
     assert sorted(sa) == sorted(sb) == [0, 10, 40]
     for net_a, net_b in [(a, b), *((sa[t], sb[t]) for t in sa)]:
         for (Wa, ba), (Wb, bb) in zip(net_a, net_b):
