@@ -112,7 +112,15 @@ def main(argv=None) -> int:
             rows.append(row)
     os.environ.pop("REPRO_STEP_MODE", None)
     if args.json:
-        args.json.write_text(json.dumps({"device": args.device, "torch": torch.__version__, "rows": rows}, indent=1) + "\n")
+        import datetime
+
+        from lib.results import git_commit
+
+        args.json.write_text(json.dumps({
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "commit": git_commit(ROOT), "device": args.device, "torch": torch.__version__,
+            "device_name": torch.cuda.get_device_name() if args.device == "cuda" else "cpu",
+            "results": rows}, indent=1) + "\n")
     return 1 if failed else 0
 
 
