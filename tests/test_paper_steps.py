@@ -103,6 +103,13 @@ def test_each_paper_step_traces_as_one_graph(traceable, name):
     _traced(STEPS[name]())
 
 
+@pytest.mark.parametrize("name", ["05 six-exit CNN (DS)", "09 deep students"])
+def test_paper_steps_go_through_aot_autograd(traceable, name):
+    """The step also passes AOT autograd (functionalised in-place updates, as a compiler backend receives it;
+    chapter 03's step passes too, but takes 17 s to trace here)."""
+    torch.compile(STEPS[name](), fullgraph=True, backend="aot_eager")()
+
+
 def test_the_guard_fails_on_a_host_sync(traceable):
     """The guard can fail: Python control flow on a tensor's value breaks the graph, and a value read back and
     used (``float(t)``, ``.item()``: torch >= 2.13 traces them) is found in the graph. (A read whose result is
