@@ -20,8 +20,8 @@ on CUDA, ``host`` elsewhere). ``host`` is each trainer's original loop, so the C
 runs are bit-identical to before; a device program draws other random numbers than the host loop (the
 device's generator, in another order), so a CUDA run's numbers differ from a CPU run's beyond float
 rounding. ``eager`` runs the device program without graphs (the fall-back, and how the CPU tests run it).
-Used by :func:`lib.mae.train_mae` (chapter 03's SequenceMAE) and :func:`lib.teacher_student.train_deep`
-(chapter 09's deep students).
+Used by :func:`lib.mae.train_mae` (chapter 03's SequenceMAE), :func:`lib.multiexit.train_multiexit`
+(chapter 05's multi-exit CNNs) and :func:`lib.teacher_student.train_deep` (chapter 09's deep students).
 """
 
 from __future__ import annotations
