@@ -41,6 +41,7 @@ from tqdm.auto import tqdm
 
 from lib import validate as V
 
+from lib.device_step import DeviceAdam, StepRunner, categorical, clip_by_norm, gradients, seeded, step_mode
 from lib.nets import BatchedMLP
 from lib.scale import ChapterScales, model_device, on_device
 
@@ -57,6 +58,17 @@ def _on_cpu(t: torch.Tensor) -> torch.Tensor:
 def _multinomial(probs, gen) -> torch.Tensor:
     """One index per row of ``probs`` drawn on the CPU by ``gen`` (as before issue 22), on ``probs``' device."""
     return torch.multinomial(_on_cpu(probs), 1, generator=gen).to(probs.device)
+
+
+def _randn(shape, gen, dev):
+    """Standard normals of ``shape`` on ``dev``: drawn by the CPU generator ``gen`` and moved (the host loop, as
+    before issue 36), or, with ``gen=None`` (a device program, :mod:`lib.device_step`), by ``dev``'s generator."""
+    return torch.randn(shape, device=dev) if gen is None else torch.randn(shape, generator=gen).to(dev)
+
+
+def _randint(high: int, shape, gen, dev):
+    """Integers in ``[0, high)`` of ``shape`` on ``dev``, drawn as :func:`_randn` draws."""
+    return torch.randint(high, shape, device=dev) if gen is None else torch.randint(high, shape, generator=gen).to(dev)
 
 
 def _finite_tensor(name, t):
@@ -444,6 +456,8 @@ def train_mae(model, targets, C=1.0, steps: int = 1000, lr: float = 1e-3, lr_r: 
 def _train_loop(model, targets, Cs, steps, lr, lr_r, batch, seed, log_every, desc, clip, anneal) -> MAETrace:
     """The loop of :func:`train_mae` (arguments checked, the model on its training device)."""
     dev = model_device(model)
+    if isinstance(model, SequenceMAE) and anneal == 0 and step_mode(dev) != "host":  # issue 36: CUDA's path
+        return _train_program(model, targets, Cs, steps, lr, lr_r, batch, seed, log_every, clip, step_mode(dev))
     M_t = torch.tensor([0.0 if m is None else float(m) for m in targets]).to(dev)
     C_t = torch.tensor([0.0 if m is None else float(c) for m, c in zip(targets, Cs)]).to(dev)
     gen = torch.Generator().manual_seed(int(seed))  # on the CPU: the draws are moved to `dev`
@@ -469,6 +483,48 @@ def _train_loop(model, targets, Cs, steps, lr, lr_r, batch, seed, log_every, des
             trace.elbo.append(elbo.detach().cpu().numpy().copy())
             trace.mi_estimate.append(m.detach().cpu().numpy().copy())
             V.finite_loss(trace.elbo[-1], step, lr, what="ELBO")
+    return trace
+
+
+def sequence_step(model: SequenceMAE, target, C: float, batch: int, lr: float, lr_r: float | None = None,
+                  clip: float | None = None):
+    """Algorithm 4.1's step for a :class:`SequenceMAE` as a device program (:mod:`lib.device_step`, issue 36):
+    UPDATEMODEL then UPDATEMIESTIMATE as in :func:`train_mae`, with :class:`lib.device_step.DeviceAdam`, the
+    random numbers drawn on the model's device and the encoders run without packing (``model.device_program``
+    is set). Returns ``step()`` -> ``(elbo, m)`` (tensors of shape ``(1,)`` on the device)."""
+    model.device_program = True
+    params, r_params = model.model_parameters(), model.r_parameters()
+    opt, opt_r = DeviceAdam(params, lr), DeviceAdam(r_params, lr if lr_r is None else lr_r)
+    H, M, C = gaussian_entropy(model.latent_dim), 0.0 if target is None else float(target), 0.0 if target is None else float(C)
+
+    def step():
+        elbo = model.elbo(batch, None)
+        m = H + model.expected_log_r(batch, None)
+        grads = gradients((-elbo + C * (m - M).abs()).sum(), params)
+        opt.update(grads if clip is None else clip_by_norm(grads, clip))
+        opt_r.update(gradients(model.r_loss(batch, None), r_params))
+        return elbo.detach(), m.detach()
+    return step
+
+
+def _train_program(model, targets, Cs, steps, lr, lr_r, batch, seed, log_every, clip, mode) -> MAETrace:
+    """:func:`train_mae`'s loop for a :class:`SequenceMAE` on CUDA (``mode`` from :func:`lib.device_step.step_mode`):
+    :func:`sequence_step` run by a :class:`lib.device_step.StepRunner`; the logged values stay on the device
+    until the end. Its random numbers are the device's (seeded ``seed``), not the host loop's."""
+    trace, logged = MAETrace(), []
+    try:
+        with seeded(model_device(model), seed):
+            runner = StepRunner(sequence_step(model, targets[0], Cs[0], batch, lr, lr_r, clip), mode)
+            for step in [*range(log_every, steps + 1, log_every), *([steps] if steps % log_every else [])]:
+                elbo, m = runner.run(step - runner.done)
+                logged.append((step, elbo.clone(), m.clone()))
+    finally:
+        model.device_program = False
+    for step, elbo, m in logged:
+        trace.steps.append(step)
+        trace.elbo.append(elbo.cpu().numpy())
+        trace.mi_estimate.append(m.cpu().numpy())
+        V.finite_loss(trace.elbo[-1], step, lr, what="ELBO")
     return trace
 
 
@@ -897,11 +953,17 @@ class SequenceMAE(torch.nn.Module):
             self.r_out.weight.zero_()
             self.r_out.bias.zero_()
 
+    device_program = False  # True while lib.device_step's path trains it (issue 36): see _last_states
+
     def _gauss(self, x, emb, rnn, out):
-        lengths = _on_cpu((x != PAD).sum(1).clamp(min=1))  # pack_padded_sequence wants them on the CPU
-        packed = torch.nn.utils.rnn.pack_padded_sequence(emb(x), lengths, batch_first=True, enforce_sorted=False)
-        _, (h, _) = rnn(packed)
-        mu, lv = out(torch.cat([h[-2], h[-1]], -1)).chunk(2, -1)
+        if self.device_program:
+            h_fwd, h_bwd = _last_states(x, emb, rnn)
+        else:
+            lengths = _on_cpu((x != PAD).sum(1).clamp(min=1))  # pack_padded_sequence wants them on the CPU
+            packed = torch.nn.utils.rnn.pack_padded_sequence(emb(x), lengths, batch_first=True, enforce_sorted=False)
+            _, (h, _) = rnn(packed)
+            h_fwd, h_bwd = h[-2], h[-1]
+        mu, lv = out(torch.cat([h_fwd, h_bwd], -1)).chunk(2, -1)
         return mu, lv.clamp(LOGVAR_MIN, LOGVAR_MAX)
 
     def encoder(self, x):
@@ -911,9 +973,10 @@ class SequenceMAE(torch.nn.Module):
     def _log_weights(self, x, gen):
         """``k`` proposals ``z ~ q(z|x)`` per sentence and their log importance weights, ``(N, k, d)``, ``(N, k)``."""
         mu, lv = self.encoder(x)
-        eps = torch.randn(len(x), self.k, self.latent_dim, generator=gen).to(mu.device)
+        eps = _randn((len(x), self.k, self.latent_dim), gen, mu.device)
         z = mu[:, None] + torch.exp(0.5 * lv)[:, None] * eps
-        log_px = self.log_p_x_given_z(x.repeat_interleave(self.k, 0), z.reshape(-1, self.latent_dim))
+        x_k = x[:, None].expand(-1, self.k, -1).reshape(-1, x.shape[1])  # each row k times (repeat_interleave)
+        log_px = self.log_p_x_given_z(x_k, z.reshape(-1, self.latent_dim))
         return z, (log_px.reshape(len(x), self.k) + _gaussian_logpdf(z, 0.0, z.new_zeros(())).sum(-1)
                    - _gaussian_logpdf(z, mu[:, None], lv[:, None]).sum(-1))
 
@@ -921,7 +984,7 @@ class SequenceMAE(torch.nn.Module):
     def encode_sample(self, x, gen):
         """One code per sentence from the resampling encoder (sampling-importance-resampling over k proposals)."""
         z, log_w = self._log_weights(x, gen)
-        pick = _multinomial(torch.softmax(log_w, 1), gen)
+        pick = _categorical(log_w, gen)[:, None]
         return z.gather(1, pick[..., None].expand(-1, -1, self.latent_dim)).squeeze(1)
 
     def log_r(self, z, x):
@@ -949,13 +1012,13 @@ class SequenceMAE(torch.nn.Module):
         for t in range(T):
             out, state = self.dec_rnn(torch.cat([self.dec_emb(tok), z], -1)[:, None], state)
             logits = self.dec_out(out[:, 0])
-            logits[:, [PAD, BOS]] = -math.inf
+            logits[:, PAD:BOS + 1] = -math.inf  # (PAD, BOS = 0, 1: a slice, no index tensor to copy over)
             if t == T - 1:
                 tok = torch.full_like(tok, EOS)
             elif greedy:
                 tok = logits.argmax(-1)
             else:
-                tok = _multinomial(torch.softmax(logits, -1), gen).squeeze(1)
+                tok = _categorical(logits, gen)
             x[:, t] = torch.where(done, torch.full_like(tok, PAD), tok)
             done |= tok == EOS
         return x
@@ -967,7 +1030,7 @@ class SequenceMAE(torch.nn.Module):
         return [p for name, p in self.named_parameters() if name.startswith("r_")]
 
     def _batch(self, B, gen):
-        return self.tokens[torch.randint(len(self.tokens), (B,), generator=gen).to(self.tokens.device)]
+        return self.tokens[_randint(len(self.tokens), (B,), gen, self.tokens.device)]
 
     def elbo(self, B: int, gen):
         """IWAE-k bound (ELBO for ``k = 1``) on a minibatch of sentences, shape ``(1,)``."""
@@ -976,7 +1039,7 @@ class SequenceMAE(torch.nn.Module):
 
     def expected_log_r(self, B: int, gen):
         """``mean log r(z|x)`` on generative samples; its gradient is REINFORCE with the batch-mean baseline."""
-        z = torch.randn(B, self.latent_dim, generator=gen).to(model_device(self))
+        z = _randn((B, self.latent_dim), gen, model_device(self))
         x = self.sample_x(z, gen)
         lr_ = self.log_r(z, x)
         score = self.log_p_x_given_z(x, z)
@@ -984,8 +1047,30 @@ class SequenceMAE(torch.nn.Module):
         return (lr_.mean() + (adv * (score - score.detach())).mean()).reshape(1)
 
     def r_loss(self, B: int, gen):
-        z = torch.randn(B, self.latent_dim, generator=gen).to(model_device(self))
+        z = _randn((B, self.latent_dim), gen, model_device(self))
         return -self.log_r(z, self.sample_x(z, gen)).mean()
+
+
+def _categorical(logits, gen) -> torch.Tensor:
+    """One index per row of ``logits`` with probability ``softmax(logits)``: by the CPU generator ``gen`` after a
+    copy to the CPU (the host loop, as before), or on the logits' device (``gen=None``, a device program)."""
+    if gen is None:
+        return categorical(logits)
+    return _multinomial(torch.softmax(logits, -1), gen).squeeze(1)
+
+
+def _last_states(x, emb, rnn):
+    """The bidirectional LSTM ``rnn``'s final forward and backward states of the ``<pad>``-padded rows ``x``
+    (what ``pack_padded_sequence`` gives) without the lengths on the host (issue 36): the forward states are
+    read at each row's last token; the backward direction runs on a copy of ``x`` whose rows are shifted right
+    by their padding (pads first), where it meets the pads last, and its states are read at the first token."""
+    N, T = x.shape
+    n = (x != PAD).sum(1).clamp(min=1)
+    shift = (torch.arange(T, device=x.device) - (T - n)[:, None]) % T
+    out = rnn(emb(torch.cat([x, x.gather(1, shift)])))[0]  # (2N, T, 2 hidden)
+    H = rnn.hidden_size
+    at = lambda rows, pos: rows.gather(1, pos[:, None, None].expand(-1, 1, H)).squeeze(1)  # noqa: E731
+    return at(out[:N, :, :H], n - 1), at(out[N:, :, H:], T - n)
 
 
 def decode_tokens(row, vocab) -> str:

@@ -24,6 +24,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from lib import validate as V
+from lib.device_step import DeviceSGD, StepRunner, gradients, seeded, step_mode
 from lib.scale import ChapterScales, on_device
 
 TEACHER_SETS = ("last", "later")
@@ -160,9 +161,16 @@ def distillation_loss(logits, tau, teachers: str = "last", weights=None) -> torc
     logits = _check_logits(logits)
     M = len(logits)
     weights = _check_weights(weights, logits[0].shape[:-1])
-    tau = _check_tau(tau, logits[0].shape[:-2]).to(logits[0].device)[..., None, None]
+    tau = _check_tau(tau, logits[0].shape[:-2]).to(logits[0].device)
+    return _distillation(logits, tau, _teacher_sets(M, teachers), weights)
+
+
+def _distillation(logits, tau, teacher_sets, weights):
+    """Eq. (6.4) of checked arguments (:func:`distillation_loss`): ``tau`` a tensor on the logits' device,
+    ``teacher_sets`` from :func:`_teacher_sets`; no host synchronisation (issue 36's device program)."""
+    M, tau = len(logits), tau[..., None, None]
     total = torch.zeros(logits[0].shape[:-2], dtype=logits[0].dtype, device=logits[0].device)
-    for m, T in enumerate(_teacher_sets(M, teachers)):
+    for m, T in enumerate(teacher_sets):
         if not T:
             continue
         log_student = F.log_softmax(logits[m] / tau, dim=-1)
@@ -193,12 +201,18 @@ def multiexit_objective(logits, y, distill, tau=1.0, teachers: str = "last", dis
     if not labelled.any(-1).all():
         raise ValueError("every model needs at least one labelled point in the batch")
     distill = torch.as_tensor(distill, dtype=logits[0].dtype, device=logits[0].device)
-    count = labelled.sum(-1).to(logits[0].dtype)
-    ce = sum(F.cross_entropy(z.reshape(-1, K), y.reshape(-1), reduction="none", ignore_index=-100)
-             .reshape(y.shape).sum(-1) / count for z in logits) / len(logits)
+    ce = _exit_wise(logits, y)
     if not (distill != 0).any():
         return ce
     return ce + distill * distillation_loss(logits, tau, teachers, dist_weights)
+
+
+def _exit_wise(logits, y):
+    """Eq. (6.7) of checked arguments (:func:`multiexit_objective`): the mean over exits of each exit's CE over
+    the labelled points; no host synchronisation (issue 36's device program)."""
+    K, count = logits[0].shape[-1], (y != -100).sum(-1).to(logits[0].dtype)
+    return sum(F.cross_entropy(z.reshape(-1, K), y.reshape(-1), reduction="none", ignore_index=-100)
+               .reshape(y.shape).sum(-1) / count for z in logits) / len(logits)
 
 
 class TemperatureAnnealer:
@@ -282,6 +296,8 @@ class MultiExitCNN(nn.Module):
         self.head_b = nn.ParameterList([nn.Parameter(torch.empty(S, n_classes)) for _ in widths])
         self._init(seeds, chans)
 
+    device_program = False  # True while lib.device_step's path trains it (issue 36): no per-batch input check
+
     def _conv_bn(self, cin, cout, stride):
         S = self.n_models
         return nn.Sequential(nn.Conv2d(S * cin, S * cout, 3, stride, 1, groups=S, bias=False),
@@ -306,7 +322,7 @@ class MultiExitCNN(nn.Module):
             x = x.unsqueeze(0).expand(S, *x.shape)
         if x.ndim != 5 or x.shape[0] != S or x.shape[2] != self.in_ch or x.shape[1] == 0:
             raise ValueError(f"input must be (B, {self.in_ch}, H, W) or ({S}, B, {self.in_ch}, H, W), got {tuple(x.shape)}")
-        if not torch.isfinite(x).all():
+        if not self.device_program and not torch.isfinite(x).all():  # (the device program checked X once)
             raise ValueError("input contains NaN or infinite values")
         B = x.shape[1]
         return x.transpose(0, 1).reshape(B, S * self.in_ch, *x.shape[3:])
@@ -511,6 +527,11 @@ def train_multiexit(model: MultiExitCNN, X, y, distill, cfg: MultiExitConfig, *,
     # REPRO_DEVICE (lib.scale.on_device): the CPU at quick and full scale, CUDA at paper scale where there
     # is one; the model goes back to where it was after training, also when it fails
     with on_device(model) as dev:
+        if step_mode(dev) != "host":  # issue 36: CUDA's path, a device program
+            _train_program(model, X.to(dev), y.to(dev), distill, cfg, teachers, X_unl, annealer, order_seeds,
+                           step_mode(dev))
+            model.eval()
+            return annealer
         X, y = X.to(dev), y.to(dev)
         X_unl = None if X_unl is None else X_unl.to(dev)
         rows = torch.arange(S)[:, None].to(dev)
@@ -529,6 +550,89 @@ def train_multiexit(model: MultiExitCNN, X, y, distill, cfg: MultiExitConfig, *,
         bar.close()
     model.eval()
     return annealer
+
+
+def multiexit_step(model: MultiExitCNN, X, y, distill, cfg: MultiExitConfig, teachers: str, annealer, batch,
+                   lr, log, X_unl=None):
+    """One step of Algorithm 6.1 for every model as a device program (:mod:`lib.device_step`, issue 36), what
+    :func:`_training_step` does on the host: the minibatch rows ``batch[0]`` (an ``(S, b)`` long tensor the host
+    refills between steps), the loss at the temperatures ``annealer.tau`` (a tensor on the device, updated in
+    place), a Nesterov SGD step at the rate ``lr`` (a 0-d tensor: the schedule changes it), and the annealing
+    check, whose confidences and temperature go to row ``log[1]`` of ``log[0]`` (``(3, steps, S)``) on the device.
+    Unlabelled images (eq. 6.6) are drawn on the device. Returns ``step()`` -> the loss (0-d tensor)."""
+    S, n, dev = model.n_models, X.shape[1], X.device
+    params, rows = list(model.parameters()), torch.arange(S, device=dev)[:, None]
+    opt = DeviceSGD(params, lr, cfg.momentum, cfg.weight_decay, nesterov=True)
+    sets = _teacher_sets(model.n_exits, teachers)
+    teacher_ids = sorted({t for T in sets for t in T})
+    distill = torch.as_tensor(distill, dtype=X.dtype).to(dev)
+    active, buf, at = annealer.active.to(dev), log[0], log[1]
+
+    def step():
+        idx = batch[0]
+        xb, yb, weights = X[rows, idx], y[rows, idx], None
+        if X_unl is not None:
+            share = X_unl.shape[1] / (n + X_unl.shape[1])  # eq. (6.6), as _add_unlabelled
+            xb = torch.cat([xb, X_unl[rows, torch.randint(X_unl.shape[1], idx.shape, device=dev)]], 1)
+            yb = torch.cat([yb, torch.full_like(yb, -100)], 1)
+            weights = torch.cat([torch.full(idx.shape, (1 - share) / idx.shape[1], device=dev),
+                                 torch.full(idx.shape, share / idx.shape[1], device=dev)], 1)
+        logits = model(xb)
+        loss = (_exit_wise(logits, yb) + distill * _distillation(logits, annealer.tau, sets, weights)).sum()
+        opt.update(gradients(loss, params))
+        with torch.no_grad():  # TemperatureAnnealer.step on the device
+            zs, tau = [logits[t].detach().float() for t in teacher_ids], annealer.tau[:, None, None]
+            conf = (sum(F.softmax(z, -1) for z in zs) / len(zs)).max(-1).values.mean(-1)
+            adj = (sum(F.softmax(z / tau, -1) for z in zs) / len(zs)).max(-1).values.mean(-1)
+            buf.index_copy_(1, at, torch.stack([conf, adj, annealer.tau])[:, None])
+            at.add_(1)
+            annealer.tau.copy_(torch.where(active & (adj > annealer.mu), annealer.tau * annealer.mult, annealer.tau))
+        return loss.detach()
+    return step
+
+
+def _train_program(model, X, y, distill, cfg, teachers, X_unl, annealer, order_seeds, mode):
+    """:func:`train_multiexit`'s loop on CUDA (``mode`` from :func:`lib.device_step.step_mode`): every epoch one
+    permutation per model drawn on the device (seeded ``order_seeds[0]``; not the host loop's CPU generators, so
+    a CUDA run's batches differ from a CPU run's), full batches replayed as a CUDA graph of
+    :func:`multiexit_step` (a shorter last batch runs eagerly), the rate divided by 10 at the milestones, the
+    annealing log brought home at the end."""
+    S, n, bs, dev = model.n_models, X.shape[1], cfg.batch_size, X.device
+    spe = -(-n // bs)
+    total = cfg.epochs * spe
+    milestones = [int(f * total) for f in cfg.milestones]
+    lr = torch.full((), float(cfg.lr), device=dev)
+    batch, log = [torch.zeros(S, bs, dtype=torch.long, device=dev)], (torch.zeros(3, total, S, device=dev),
+                                                                       torch.zeros(1, dtype=torch.long, device=dev))
+    annealer.tau = annealer.tau.to(dev)
+    full_batch = batch[0]
+    model.device_program, benchmark = True, torch.backends.cudnn.benchmark
+    torch.backends.cudnn.benchmark = True  # fixed shapes: cuDNN times its grouped convolutions once, in the warm-up
+    model.train()
+    try:
+        with seeded(dev, order_seeds[0]):
+            step = multiexit_step(model, X, y, distill, cfg, teachers, annealer, batch, lr, log,
+                                  None if X_unl is None else X_unl.to(dev))
+            runner = StepRunner(step, mode)
+            for epoch in range(cfg.epochs):
+                perm = torch.rand(S, n, device=dev).argsort(1)
+                for b in range(spe):
+                    if epoch * spe + b in milestones:  # MultiStepLR: /10 from each milestone on
+                        lr.mul_(0.1 ** milestones.count(epoch * spe + b))
+                    rows = perm[:, b * bs:(b + 1) * bs]
+                    if rows.shape[1] == bs:
+                        full_batch.copy_(rows)
+                        loss = runner.run(1)
+                    else:
+                        batch[0] = rows
+                        loss = step()
+                        batch[0] = full_batch
+                V.finite_loss(loss, f"{epoch + 1} (epoch)", cfg.lr)  # the epoch's last batch (one sync per epoch)
+    finally:
+        model.device_program, torch.backends.cudnn.benchmark = False, benchmark
+    conf, adj, tau = log[0].cpu().numpy()
+    annealer.log = {"conf": list(conf), "adj_conf": list(adj), "tau": list(tau)}
+    annealer.tau = annealer.tau.cpu()
 
 
 # --------------------------------------------------------------------------------------------

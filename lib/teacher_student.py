@@ -38,6 +38,7 @@ import numpy as np
 import torch
 
 from lib import validate as V
+from lib.device_step import StepRunner, seeded, step_mode
 from lib.scale import as_device
 
 __all__ = [
@@ -845,6 +846,62 @@ def _train_deep(teacher, student, X, steps, lr, batch_size, seed, record_at, ops
     return snapshot(), snaps
 
 
+GRAPH_CHUNK = 64  # SGD steps per replayed CUDA graph of the deep students' device program (issue 36)
+
+
+def deep_step(net, X, Y, batch_size, rate):
+    """One step of :func:`_train_deep` as a device program (:mod:`lib.device_step`, issue 36): the batched net
+    ``net`` (torch ``(W (S, out, in), b (S, out))`` pairs, updated in place), inputs ``X`` (N, d) and teacher
+    outputs ``Y`` (N, C) resident on the device, each student's minibatch indices drawn there, and the rate
+    ``rate`` (learning rate / batch size) a 0-d tensor, so that a schedule changes it without a new step.
+    Returns ``step()``."""
+    S, N = net[0][0].shape[0], X.shape[0]
+
+    def step():
+        if batch_size is None:
+            x, y = X, Y
+        else:
+            idx = torch.randint(N, (S, batch_size), device=X.device)
+            x, y = X[idx], Y[idx]
+        zs, fs = _deep_forward(net, x, _TorchOps)
+        g = y - fs[-1]                                            # g_L = f*_L − f_L, then as _train_deep
+        for l in range(len(net) - 1, -1, -1):
+            W, b = net[l]
+            dW, db = _TorchOps.swap(g) @ fs[l], g.sum(-2)
+            if l:
+                g = (g @ W) * (zs[l - 1] > 0)
+            W.add_(rate * dW)
+            b.add_(rate * db)
+    return step
+
+
+def _train_deep_program(teacher, student, X, steps, lr, batch_size, seed, record_at, device, mode):
+    """:func:`_train_deep` on CUDA (issue 36): :func:`deep_step` run by a :class:`lib.device_step.StepRunner`
+    (``mode``), a chunk of :data:`GRAPH_CHUNK` steps per CUDA graph; the host acts only at the schedule's
+    steps and at ``record_at``. The minibatches are the device generator's (seeded ``seed``), not numpy's."""
+    ops = _TorchOps(device)
+    unbatched = student[0][0].ndim == 2
+    net = [(ops.put(W)[None].clone(), ops.put(b)[None].clone()) if unbatched else (ops.put(W).clone(), ops.put(b).clone())
+           for W, b in student]  # copies: on the CPU ops.put shares the caller's arrays, which the steps change in place
+    Xd = ops.put(X)
+    Y = _deep_forward([(ops.put(W), ops.put(b)) for W, b in teacher], Xd, ops)[1][-1]
+    B, rate, snaps = X.shape[0] if batch_size is None else batch_size, ops.empty(()), {}
+
+    def snapshot():
+        return [(ops.home(W[0]), ops.home(b[0])) if unbatched else (ops.home(W), ops.home(b)) for W, b in net]
+
+    with seeded(ops.device, seed):
+        runner = StepRunner(deep_step(net, Xd, Y, batch_size, rate), mode, chunk=GRAPH_CHUNK)
+        for t in sorted({0, steps, *record_at, *(k for k in lr if k < steps)}):
+            runner.run(t - runner.done)
+            if t in lr:
+                rate.fill_(lr[t] / B)
+            if t in record_at:
+                snaps[t] = snapshot()
+    V.finite_loss(sum(float(W.sum()) for W, _ in net), steps, lr, what="student weights")
+    return snapshot(), snaps
+
+
 def _lr_schedule(lr, steps: int) -> dict:
     """``lr`` (a number > 0, or a dict {first step: learning rate} whose first step is 0) as a checked
     dict {step: learning rate}."""
@@ -886,5 +943,8 @@ def train_deep(teacher, student, X, steps, lr, batch_size=64, seed=0, record_at=
         batch_size = V.positive_int(batch_size, "batch_size")
     seed = V.seed(seed)
     record_at = [V.nonnegative_int(s, "record_at step", max=steps) for s in V.sequence(record_at, "record_at")]
+    if step_mode(device) != "host":  # issue 36: CUDA's path (a device program)
+        return _train_deep_program(teacher, student, X, steps, lr, batch_size, seed, record_at, device,
+                                   step_mode(device))
     with np.errstate(over="ignore", invalid="ignore"):
         return _train_deep(teacher, student, X, steps, lr, batch_size, seed, record_at, _ops(device))

@@ -15,6 +15,9 @@
 #   3. then, alone on the machine, the time per optimisation step of the paper-scale models on CUDA and
 #      on the CPU (scripts/paper_step_times.py; step_times_cuda.json, step_times_cpu.json).
 # The exit status is 0 only if all three passed. Nothing here is needed by CI or by a reader.
+# Issue 36's check of the device programs (lib.device_step) and of every paper model's step times in the
+# modes host / eager / graph is the shorter scripts/gpu_steps.sh OUTDIR (at most 6 minutes); part 3 here
+# measures the default mode only (graph on CUDA).
 set -u
 OUT=${1:?usage: bash scripts/gpu_check.sh OUTDIR [CHAPTER.ipynb]}
 CHAPTER=${2:-chapters/10_optimization_landscape.ipynb}

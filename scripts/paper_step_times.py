@@ -1,20 +1,28 @@
-"""Time per optimisation step of the book's paper-scale models on one device (issue 22).
+"""Time per optimisation step of the book's paper-scale models on one device (issues 22 and 36).
 
 The README's "In Colab" section estimates each chapter's paper-scale time as time per training step x
 the paper configuration's step count. This script measures the first factor on the device at hand
 (``--device cpu`` or ``cuda``), through the book's own ``lib`` models and trainers, on random stand-in
 data of the paper's shapes (no downloads), and multiplies it by the step counts it reads from the paper
-configurations (``lib`` configs, and the chapters' own config cells for chapters 06 and 07). The
+configurations (``lib`` configs, and the chapters' own config cells for chapters 06, 07 and 09). The
 products are estimates, not measurements: they ignore evaluation, data loading and everything between
 the training calls.
 
 Per case: the model and the data are built on the CPU as the chapter builds them; one trainer call of
 one step warms up (CUDA context, kernels); then calls of more steps are timed until one takes at least
-``MIN_TIMED_S`` or the case's share of ``--budget`` is spent. Seconds per step = the call's wall time
-(the trainers hand the model back on the CPU, which synchronises) / its optimiser steps; the timed call
-includes moving its (small) data set to the device once.
+``MIN_TIMED_S`` or the case's share of ``--budget`` is spent, and, time permitting, one call of twice as
+many steps, whose difference from the first gives the marginal seconds per step (free of each call's
+fixed costs: building the model, moving the data, capturing a CUDA graph). Per step it reports the wall
+seconds and the process's CPU seconds (``time.process_time``; on CUDA the context is set to sleep, not
+spin, while the host waits, so that CPU time is the host's work): a step bound by the host has CPU time
+equal to its wall time. The cases whose trainer has a device program (issue 36, ``lib.device_step``:
+chapters 03, 05 and 09's deep students) are measured once per ``--modes`` value of ``REPRO_STEP_MODE``
+(``host``: the original loop; ``eager``: the device program without graphs; ``graph``: replayed CUDA
+graphs, the default on CUDA), side by side. ``--flops`` adds each step's FLOPs and the device's measured
+float32 matrix-product rate, whose quotient is the arithmetic bound beside each estimate.
 
     python scripts/paper_step_times.py --device cpu|cuda [--json OUT.json] [--budget SECONDS] [--only TEXT ...]
+                                       [--modes host eager graph ...] [--flops]
 
 A failing case prints its error and the others still run; the exit status is 1 if any case failed.
 """
@@ -48,6 +56,7 @@ class Case:
     make_run: object        # () -> run(steps) -> actual optimiser steps taken (builds data once)
     paper_steps: int | None
     counted: str            # what paper_steps counts
+    program: bool = False   # the trainer has a device program (lib.device_step, issue 36): measured per --modes
 
 
 def notebook_names(stem: str, names: tuple) -> dict:
@@ -68,7 +77,7 @@ def notebook_names(stem: str, names: tuple) -> dict:
         except SyntaxError:
             continue
         for node in tree.body:
-            defined = {node.name} if isinstance(node, ast.ClassDef) else (
+            defined = {node.name} if isinstance(node, (ast.ClassDef, ast.FunctionDef)) else (
                 {t.id for t in node.targets if isinstance(t, ast.Name)} if isinstance(node, ast.Assign) else set())
             if defined & set(names):
                 exec(compile(ast.Module([node], []), f"{stem}.ipynb", "exec"), ns)
@@ -161,10 +170,10 @@ def case_ch05(device):
         return make
 
     shape = f"{cfg.in_ch}x32x32, batch {bs}"
-    return [Case(f"05 six-exit CNN, 1 model, {shape}", maker([(0, True, None)]), model_steps, counted),
+    return [Case(f"05 six-exit CNN, 1 model, {shape}", maker([(0, True, None)]), model_steps, counted, program=True),
             Case(f"05 six-exit CNN, main group of {len(main_specs)} models, {shape}", maker(main_specs),
                  -(-model_steps // len(main_specs)), f"the model-steps above / {len(main_specs)} "
-                 "(groups of other sizes counted per model)")]
+                 "(groups of other sizes counted per model)", program=True)]
 
 
 def case_ch06(device):
@@ -305,7 +314,7 @@ def case_ch03(device):
     models = 1 + len(cfg.imdb_targets)  # the VAE and one MAE per target
     return [Case(f"03 IMDB SequenceMAE, vocabulary {vocab:,}, {cfg.imdb_max_tokens + 1} tokens, batch "
                  f"{cfg.imdb_batch}", make, models * cfg.imdb_steps,
-                 f"{models} models (VAE + {len(cfg.imdb_targets)} MAEs) x {cfg.imdb_steps} steps")]
+                 f"{models} models (VAE + {len(cfg.imdb_targets)} MAEs) x {cfg.imdb_steps} steps", program=True)]
 
 
 def case_ch09_deep(device):
@@ -313,7 +322,7 @@ def case_ch09_deep(device):
     one batch by lib.teacher_student.train_deep (SGD, minibatches drawn on the CPU, the loop on ``device``)."""
     from lib import teacher_student as TS
 
-    cfg = notebook_names("09_student_specialisation_deep", ("DeepConfig", "CONFIG"))["CONFIG"].paper
+    cfg = notebook_names("09_student_specialisation_deep", ("DeepConfig", "code_rate", "CONFIG"))["CONFIG"].paper
     X = TS.gaussian_inputs(min(cfg.ns), cfg.d, cfg.std, seed=0)
     teacher = TS.make_teacher_deep(cfg.d, cfg.teacher, cfg.C, X, seed=0)
     widths = [cfg.multi * w for w in cfg.teacher]
@@ -325,11 +334,16 @@ def case_ch09_deep(device):
             return steps
         return run
 
-    runs = len(cfg.ns) + len(cfg.beyond_multis)
+    def steps_for(N):  # the notebook's steps_for: cfg.steps, or cfg.epochs passes over N samples
+        return cfg.epochs * math.ceil(N / cfg.batch) if cfg.epochs else cfg.steps
+
+    runs = [steps_for(N) for N in cfg.ns] + [steps_for(max(cfg.ns))] * len(cfg.beyond_multis)
     return [Case(f"09 deep students, {cfg.seeds} x {cfg.d}-{'-'.join(map(str, widths))}-{cfg.C}, batch {cfg.batch}",
-                 make, runs * cfg.steps,
-                 f"{runs} runs ({len(cfg.ns)} data sizes, {len(cfg.beyond_multis)} other over-realisations, "
-                 f"whose students are narrower or wider) x {cfg.steps} steps")]
+                 make, sum(runs),
+                 f"{len(runs)} runs ({len(cfg.ns)} data sizes N = {', '.join(map(str, cfg.ns))}, then "
+                 f"{len(cfg.beyond_multis)} other over-realisations at the largest N, whose students are narrower or "
+                 f"wider): {' + '.join(f'{r:,}' for r in runs)} steps"
+                 + (f" ({cfg.epochs} epochs of ceil(N/{cfg.batch}) each)" if cfg.epochs else ""), program=True)]
 
 
 # cheap cases first: a case's share of the budget grows by what the earlier ones left over
@@ -340,8 +354,19 @@ BUILDERS = (case_ch02, case_ch06, case_ch07, case_ch09_deep, case_ch06_boolean, 
 # measuring and reporting
 
 
+def _timed(run, steps, sync):
+    """One call of ``steps`` steps: (steps taken, wall seconds, process CPU seconds)."""
+    t1, c1 = time.perf_counter(), time.process_time()
+    taken = run(steps)
+    sync()
+    return taken, time.perf_counter() - t1, time.process_time() - c1
+
+
 def measure(run, share: float, sync) -> dict:
-    """Warm up with one step, then time calls of growing step counts within ``share`` seconds."""
+    """Warm up with one step, then time calls of growing step counts within ``share`` seconds; then, if time
+    is left, one call of twice as many steps: the difference of the two calls gives the *marginal* seconds per
+    step (wall and process CPU), free of each call's fixed costs (building the model, moving the data, capturing
+    a CUDA graph), which the estimates use where it was measured."""
     t0 = time.perf_counter()
     run(1)
     sync()
@@ -354,10 +379,7 @@ def measure(run, share: float, sync) -> dict:
         if left < per_step:
             break
         steps = max(1, int(min(TARGET_S, left) / per_step))
-        t1, c1 = time.perf_counter(), time.process_time()
-        taken = run(steps)
-        sync()
-        elapsed, cpu = time.perf_counter() - t1, time.process_time() - c1
+        taken, elapsed, cpu = _timed(run, steps, sync)
         per_step = elapsed / taken
         # process CPU time too: on a loaded CPU it is inflated less than the wall time
         best = {"s_per_step": per_step, "timed_steps": taken, "timed_s": elapsed, "cpu_s_per_step": cpu / taken}
@@ -366,7 +388,68 @@ def measure(run, share: float, sync) -> dict:
     if best is None:
         return {"skipped": f"no time left for a timed call after the {warm:.2f} s warm-up (share {share:.1f} s)"}
     best["warmup_s"] = warm
+    if share - (time.perf_counter() - t0) > 2.5 * best["timed_s"]:
+        taken2, elapsed2, cpu2 = _timed(run, 2 * best["timed_steps"], sync)
+        if taken2 > best["timed_steps"] and elapsed2 > best["timed_s"]:
+            extra = taken2 - best["timed_steps"]
+            best.update(marginal_s_per_step=(elapsed2 - best["timed_s"]) / extra,
+                        marginal_cpu_s_per_step=max(0.0, cpu2 - best["cpu_s_per_step"] * best["timed_steps"]) / extra,
+                        second_timed_steps=taken2, second_timed_s=elapsed2)
     return best
+
+
+def step_flops(run) -> int | None:
+    """Floating-point operations of one step (``torch.utils.flop_counter``: matrix products and convolutions,
+    forward and backward), counted on a call of one step (or of the fewest steps the case's trainer takes: one
+    epoch for chapter 07, per step then); None if the counter fails."""
+    try:
+        from torch.utils.flop_counter import FlopCounterMode
+
+        with FlopCounterMode(display=False) as counter:
+            taken = run(1)
+        return int(counter.get_total_flops()) // max(1, taken)
+    except Exception as exc:  # a measurement aid only
+        print(f"  (FLOP count failed: {type(exc).__name__}: {exc})", file=sys.stderr)
+        return None
+
+
+def matmul_rate(device: str, sync) -> float:
+    """The device's measured float32 rate (FLOP/s) on 4096 x 4096 matrix products at torch's default precision
+    settings (the bound beside the estimates: a step's FLOPs / this rate)."""
+    import torch
+
+    a = torch.randn(4096, 4096, device=device)
+    b = torch.randn(4096, 4096, device=device)
+    a @ b
+    sync()
+    reps, t0 = 0, time.perf_counter()
+    while time.perf_counter() - t0 < 1.0:
+        a @ b
+        reps += 1
+        if device == "cuda" and reps % 10:
+            continue
+        sync()
+    sync()
+    return 2 * 4096 ** 3 * reps / (time.perf_counter() - t0)
+
+
+def blocking_sync() -> str:
+    """Make the CUDA primary context *sleep* while the host waits for the GPU (CU_CTX_SCHED_BLOCKING_SYNC), before
+    torch creates it, so that process CPU time counts the host's work and not spin-waiting; what happened."""
+    import ctypes
+
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+        set_flags = getattr(cuda, "cuDevicePrimaryCtxSetFlags_v2", None) or cuda.cuDevicePrimaryCtxSetFlags
+        dev = ctypes.c_int()
+        for call in (lambda: cuda.cuInit(0), lambda: cuda.cuDeviceGet(ctypes.byref(dev), 0),
+                     lambda: set_flags(dev, 4)):  # 4 = CU_CTX_SCHED_BLOCKING_SYNC
+            rc = call()
+            if rc:
+                return f"not set (CUDA driver error {rc})"
+        return "blocking sync (CU_CTX_SCHED_BLOCKING_SYNC)"
+    except (OSError, AttributeError) as exc:
+        return f"not set ({exc})"
 
 
 def under_autocast(run, device: str):
@@ -397,7 +480,7 @@ def cpu_name() -> str:
     return platform.processor() or platform.machine() or "cpu"
 
 
-def main(argv=None) -> int:
+def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--device", choices=("cpu", "cuda"), required=True)
     ap.add_argument("--json", type=Path, help="also write the results (and the environment) to this file")
@@ -407,10 +490,80 @@ def main(argv=None) -> int:
                          "of issue 22 (speed only; the book's trainers do not use it)")
     ap.add_argument("--only", nargs="+", metavar="TEXT",
                     help="measure only the cases whose name contains one of these texts (e.g. --only stacked)")
+    ap.add_argument("--modes", nargs="+", choices=("auto", "host", "eager", "graph", "compile"),
+                    help="REPRO_STEP_MODE values to measure the cases with a device program under (issue 36; "
+                         "default: auto, i.e. graph on CUDA and host on the CPU); the other cases run as they are")
+    ap.add_argument("--flops", action="store_true",
+                    help="count each case's FLOPs per step (torch.utils.flop_counter) and measure the device's "
+                         "float32 matrix-product rate: the arithmetic bound beside the estimates")
     args = ap.parse_args(argv)
     if args.budget <= 0:
         ap.error(f"--budget must be positive, got {args.budget}")
+    return args
 
+
+def run_case(case, mode, args, share, sync) -> dict:
+    """Measure one case under REPRO_STEP_MODE=``mode`` (None: as it is) within ``share`` seconds."""
+    row = {"case": case.name, "mode": mode or "", "paper_steps": case.paper_steps, "paper_steps_counted": case.counted}
+    saved = os.environ.get("REPRO_STEP_MODE")
+    from lib.device_step import FALLBACKS
+
+    FALLBACKS.clear()
+    if mode:
+        os.environ["REPRO_STEP_MODE"] = mode
+    try:
+        t0 = time.perf_counter()
+        run = case.make_run()
+        if args.autocast == "bf16":
+            run = under_autocast(run, args.device)
+        row.update(measure(run, share - (time.perf_counter() - t0), sync))
+        if args.flops and "s_per_step" in row:
+            row["flops_per_step"] = step_flops(run)
+    except Exception as exc:
+        row["error"] = f"{type(exc).__name__}: {exc}"
+        traceback.print_exc()
+    finally:
+        if FALLBACKS:  # a failed CUDA graph capture: these steps ran eagerly
+            row["graph_fallbacks"] = sorted(set(FALLBACKS))
+        if saved is None:
+            os.environ.pop("REPRO_STEP_MODE", None)
+        else:
+            os.environ["REPRO_STEP_MODE"] = saved
+    per_step = row.get("marginal_s_per_step", row.get("s_per_step"))
+    if per_step is not None and case.paper_steps:
+        row["estimated_s"] = per_step * case.paper_steps
+    return row
+
+
+def report(results, args, rate):
+    """The Markdown table (and the notes) on stdout."""
+    print("\n| case | device | path | s/step | CPU s/step | CPU / wall | paper steps | estimated time | arithmetic bound |"
+          "\n|---|---|---|---|---|---|---|---|---|")
+    for r in results:
+        steps = f"{r['paper_steps']:,}" if r.get("paper_steps") else "—"
+        if "s_per_step" not in r:
+            why = f"FAILED: {r['error']}" if "error" in r else f"skipped: {r.get('skipped')}"
+            print(f"| {r['case']} | {args.device} | {r.get('mode') or '—'} | {why} | | | {steps} | | |")
+            continue
+        wall = r.get("marginal_s_per_step", r["s_per_step"])
+        cpu = r.get("marginal_cpu_s_per_step", r["cpu_s_per_step"])
+        est = human(r["estimated_s"]) if "estimated_s" in r else "—"
+        bound = "—"
+        if rate and r.get("flops_per_step") and r.get("paper_steps"):
+            bound = human(r["flops_per_step"] * r["paper_steps"] / rate)
+        path = (r.get("mode") or "—") + (" (capture failed: ran eagerly)" if r.get("graph_fallbacks") else "")
+        print(f"| {r['case']} | {args.device} | {path} | {wall:.4g} | {cpu:.4g} | {cpu / wall:.2f} | "
+              f"{steps} | {est} | {bound} |")
+    print("\ns/step and CPU s/step: the marginal seconds per step between two timed calls where both ran, else one "
+          "call's mean. Paper steps counted:")
+    for r in results:
+        if r.get("paper_steps_counted") and r.get("mode") in ("", "host", "auto"):
+            print(f"- {r['case']}: {r['paper_steps_counted']}")
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    sched = blocking_sync() if args.device == "cuda" else "—"  # before torch touches CUDA
     import torch
 
     if args.device == "cuda" and not torch.cuda.is_available():
@@ -438,41 +591,20 @@ def main(argv=None) -> int:
         if not cases:
             print(f"--only {args.only}: no case's name contains any of these", file=sys.stderr)
             return 2
+    jobs = [(case, mode) for case in cases for mode in ((args.modes or ["auto"]) if case.program else [None])]
+    rate = matmul_rate(args.device, sync) if args.flops else None
     start = time.perf_counter()
-    for i, case in enumerate(cases):
-        share = (args.budget - (time.perf_counter() - start)) / (len(cases) - i)
-        row = {"case": case.name, "paper_steps": case.paper_steps, "paper_steps_counted": case.counted}
-        try:
-            t0 = time.perf_counter()
-            run = case.make_run()
-            if args.autocast == "bf16":
-                run = under_autocast(run, args.device)
-            row.update(measure(run, share - (time.perf_counter() - t0), sync))
-        except Exception as exc:
-            failed = True
-            row["error"] = f"{type(exc).__name__}: {exc}"
-            traceback.print_exc()
-        if "s_per_step" in row and case.paper_steps:
-            row["estimated_s"] = row["s_per_step"] * case.paper_steps
-        status = row.get("error") or row.get("skipped") or f"{row['s_per_step']:.4g} s/step"
-        print(f"[{time.perf_counter() - start:5.1f} s] {case.name}: {status}", file=sys.stderr, flush=True)
+    for i, (case, mode) in enumerate(jobs):
+        share = (args.budget - (time.perf_counter() - start)) / (len(jobs) - i)
+        row = run_case(case, mode, args, share, sync)
+        failed |= "error" in row
+        status = row.get("error") or row.get("skipped") or f"{row.get('marginal_s_per_step', row['s_per_step']):.4g} s/step"
+        print(f"[{time.perf_counter() - start:5.1f} s] {case.name}{f' [{mode}]' if mode else ''}: {status}",
+              file=sys.stderr, flush=True)
         results.append(row)
-
-    print("\n| case | device | s/step | timed steps | paper steps | estimated time (estimate) |\n|---|---|---|---|---|---|")
-    for r in results:
-        if "s_per_step" in r:
-            est = human(r["estimated_s"]) if "estimated_s" in r else "—"
-            print(f"| {r['case']} | {args.device} | {r['s_per_step']:.4g} | {r['timed_steps']} | "
-                  + (f"{r['paper_steps']:,} | {est} |" if r['paper_steps'] else f"— | {est} |"))
-        else:
-            steps = f"{r['paper_steps']:,}" if r.get("paper_steps") else "—"
-            why = f"FAILED: {r['error']}" if "error" in r else f"skipped: {r['skipped']}"
-            print(f"| {r['case']} | {args.device} | {why} | | {steps} | |")
-    print("\nPaper steps counted:")
-    for r in results:
-        if r.get("paper_steps_counted"):
-            print(f"- {r['case']}: {r['paper_steps_counted']}")
+    report(results, args, rate)
     print(f"\ndevice {device_name}, torch {torch.__version__}, {threads} CPU thread(s), autocast {args.autocast}, "
+          f"CUDA scheduling {sched}, float32 matmul rate {rate / 1e12 if rate else float('nan'):.1f} TFLOP/s, "
           f"{time.perf_counter() - start:.1f} s of measuring")
 
     if args.json:
@@ -482,7 +614,8 @@ def main(argv=None) -> int:
         args.json.write_text(json.dumps({
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "device": args.device, "device_name": device_name, "torch": torch.__version__,
-            "python": platform.python_version(), "threads": threads, "budget_s": args.budget, "autocast": args.autocast, "only": args.only,
+            "python": platform.python_version(), "threads": threads, "budget_s": args.budget, "autocast": args.autocast,
+            "only": args.only, "modes": args.modes, "cuda_scheduling": sched, "matmul_flops_per_s": rate,
             "commit": commit, "results": results}, indent=1) + "\n")
     return 1 if failed else 0
 
