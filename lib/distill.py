@@ -13,7 +13,7 @@ weights of shape ``(T, d)``. Everything is float64 numpy.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Callable
 
 import numpy as np
@@ -92,6 +92,17 @@ class DistillConfig:
     dim_n: int = 5
     dim_kappa: float = 1.0
     dim_sets: int = 200
+
+    def __post_init__(self):
+        # every int field is a size or a count (>= 1), every float field a rate or scale (> 0)
+        rules = {f.name: (V.positive_int if f.type in ("int", int) else V.positive)
+                 for f in fields(self) if f.type in ("int", int, "float", float)}
+        counts, rates = V.each(V.positive_int, min_len=1), V.each(V.positive, min_len=1)
+        rules.update(tie_tol=V.nonnegative, bias_source=V.one_of("digits", "mnist"), deep_depths=counts,
+                     deep_r0=rates, rn_kappas=rates, rn_ns=counts, margin_betas_deg=rates, margin_ns=counts,
+                     geo_kappas=rates, bias_deltas=V.each(V.nonnegative, min_len=1), mono_deltas=rates,
+                     dim_ds=counts)
+        V.config(self, rules)
 
 
 CONFIGS = ChapterScales(

@@ -1072,6 +1072,21 @@ class MAEConfig:
     imdb_batch: int = 64
     imdb_lr: float = 1e-3
 
+    def __post_init__(self):
+        count, rate, share = V.positive_int, V.positive, lambda v, n: V.fraction(v, n, high_open=False)
+        targets = V.each(V.nonnegative, min_len=1)
+        V.config(self, {
+            "n_seeds": count, "C": V.nonnegative, "batch": count, "normal_targets": targets,
+            "normal_hidden": count, "normal_steps": count, "normal_lr": rate, "normal_lr_r": rate,
+            "normal_clip": rate, "normal_anneal": share, "normal_C": V.nonnegative, "normal_restarts": count,
+            "cat_targets": targets, "cat_hidden": count, "cat_steps": count, "cat_lr": rate,
+            "cat_anneal": share, "resample_k": count, "c_sweep": V.each(V.nonnegative),
+            "c_sweep_target": V.nonnegative, "text_targets": targets, "text_C": V.nonnegative,
+            "text_hidden": count, "text_k": count, "text_steps": count, "text_lr": rate, "text_batch": count,
+            "text_anneal": share, "imdb_targets": targets, "imdb_C": V.nonnegative, "imdb_max_len": count,
+            "imdb_max_tokens": count, "imdb_vocab": count, "imdb_latent": count, "imdb_emb": count,
+            "imdb_hidden": count, "imdb_steps": count, "imdb_batch": count, "imdb_lr": rate})
+
 
 CONFIGS = ChapterScales(
     "mutual_autoencoder",

@@ -61,6 +61,18 @@ class InductiveBiasConfig:
     eta_sweep_time: float = 2.4                # that time, eta * steps
     resnet_ngd_schedule: tuple = ((0.02, 400),)  # relative-step normalised GD of the residual net
 
+    def __post_init__(self):
+        count, rate = V.positive_int, V.positive
+        schedule = V.each(V.items(rate, count), min_len=1)  # (eta, steps) phases
+        V.config(self, {
+            "n": V.positive_int, "d": count, "width": count, "init_scale": rate, "n_seeds": count,
+            "filter_sets": count, "sgd_lr": rate, "sgd_batch": count, "sgd_epochs": count,
+            "ngd_schedule": schedule, "neg_scale": rate, "resnet_depth": count, "resnet_epochs": count,
+            "resnet_seeds": count, "cnn_data": V.one_of("digits", "mnist"), "cnn_image_size": count,
+            "cnn_epochs": count, "cnn_batch": count, "cnn_lr": rate, "sweep_scales": V.each(rate, min_len=1),
+            "sweep_epochs": count, "sweep_shifts": V.each(V.real), "eta_sweep": V.each(rate),
+            "eta_sweep_time": rate, "resnet_ngd_schedule": schedule})
+
 
 CONFIGS = ChapterScales(
     "inductive_bias",

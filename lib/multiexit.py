@@ -63,6 +63,29 @@ class MultiExitConfig:
     data_size_epochs: tuple = ()  # epochs for each X (larger X: more steps per epoch)
     timing_runs: int = 200        # Table E.1: repetitions per exit
 
+    def __post_init__(self):
+        count, rate = V.positive_int, V.positive
+        V.config(self, {
+            "data": V.one_of("digits", "cifar100"), "n_per_class": count, "n_val_per_class": V.nonnegative_int,
+            "pool_per_class": count, "in_ch": count, "widths": V.each(count, min_len=1),
+            "strides": V.each(count, min_len=1), "n_classes": lambda v, n: V.integer(v, n, min=2),
+            "topk": count, "epochs": count, "batch_size": count, "lr": rate, "momentum": V.fraction,
+            "weight_decay": V.nonnegative, "milestones": V.each(lambda v, n: V.fraction(v, n, high_open=False)),
+            "mu": lambda v, n: V.real(v, n, min=0.0, max=1.0, min_open=True, max_open=True),
+            "tau_mult": lambda v, n: V.real(v, n, min=1.0), "n_seeds": count, "n_seeds_semi": count,
+            "const_taus": V.each(rate), "n_seeds_ablation": count, "n_seeds_teacher": count,
+            "data_sizes": V.each(count), "data_size_epochs": V.each(count), "timing_runs": count})
+        if self.n_val_per_class >= self.n_per_class:
+            raise V.ArgumentValueError(f"MultiExitConfig.n_val_per_class must be < n_per_class (some images per "
+                                       f"class must be left to train on), got {self.n_val_per_class} and "
+                                       f"{self.n_per_class}")
+        V.same_size(len(self.strides), "MultiExitConfig.strides", len(self.widths), "MultiExitConfig.widths",
+                    "length (one stride per block)")
+        V.same_size(len(self.data_size_epochs), "MultiExitConfig.data_size_epochs", len(self.data_sizes),
+                    "MultiExitConfig.data_sizes", "length (one number of epochs per data size)")
+        if self.topk > self.n_classes:
+            raise V.ArgumentValueError(f"MultiExitConfig.topk must be <= n_classes, got {self.topk} and {self.n_classes}")
+
 
 CONFIGS = ChapterScales(
     "multi_exit",

@@ -40,6 +40,16 @@ class CifarConfig:
     mean: tuple = (0.4914, 0.4822, 0.4465)   # input normalisation (code)
     std: tuple = (0.2023, 0.1994, 0.2010)    # (code); augmentation: random crop 32, padding 4, horizontal flip (code)
 
+    def __post_init__(self):
+        count = V.positive_int
+        V.config(self, {
+            "channels": V.each(count, min_len=1), "kernel": count, "classes": lambda v, n: V.integer(v, n, min=2),
+            "image": V.items(count, count, count), "pretrain_epochs": V.nonnegative_int,
+            "prune_ratio": V.fraction, "multis": V.each(count, min_len=1), "epochs": count,
+            "lr": V.positive, "batch": count})
+        V.config(self, {"mean": V.each(V.real, length=self.image[0]),
+                        "std": V.each(V.positive, length=self.image[0])})  # one per input channel
+
 
 PAPER = CifarConfig()
 

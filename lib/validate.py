@@ -31,7 +31,7 @@ __all__ = [
     "ArgumentTypeError", "ArgumentValueError", "TrainingDivergedError", "describe", "integer",
     "positive_int", "nonnegative_int", "seed", "real", "positive", "nonnegative", "fraction",
     "slope", "choice", "boolean", "array", "tensor", "labels", "callable_", "sequence",
-    "finite_loss", "instance",
+    "finite_loss", "instance", "config", "each", "items", "one_of", "of_type", "same_size",
 ]
 
 
@@ -328,3 +328,63 @@ def instance(value, name: str, cls, what: str | None = None):
             what = "a " + " or ".join(c.__name__ for c in classes)
         raise _type_error(name, what, value)
     return value
+
+
+# ----------------------------------------------------------------------------------------------
+# configuration dataclasses and arguments that must agree
+
+def config(obj, rules: dict) -> None:
+    """Check the fields of a configuration dataclass ``obj`` (call it from its ``__post_init__``), so that
+    a bad field fails at construction with its name, not deep inside training.
+
+    ``rules`` maps a field name to a rule ``rule(value, name)``: any helper of this module with that
+    signature (:func:`positive_int`, :func:`positive`, :func:`fraction`...), or one made by :func:`each`,
+    :func:`items`, :func:`one_of`, :func:`of_type`. The error names the field as ``Class.field``. The
+    fields are only checked, never converted (a config's values are what the chapter computes with)."""
+    owner = type(obj).__name__
+    for field, rule in rules.items():
+        rule(getattr(obj, field), f"{owner}.{field}")
+
+
+def each(rule, *, min_len: int = 0, length: int | None = None):
+    """A rule for a tuple field whose every item passes ``rule`` (named ``field[i]``), with at least
+    ``min_len`` items (exactly ``length`` if given)."""
+    def check(value, name):
+        values = sequence(value, name, min_len=min_len)
+        if length is not None and len(values) != length:
+            raise _value_error(name, f"a sequence of {length} item(s)", value)
+        for i, v in enumerate(values):
+            rule(v, f"{name}[{i}]")
+        return value
+    return check
+
+
+def items(*rules):
+    """A rule for a fixed-length tuple field whose ``i``-th item passes ``rules[i]`` (an ``(eta, steps)``
+    phase, an image shape ``(C, H, W)``)."""
+    def check(value, name):
+        values = sequence(value, name)
+        if len(values) != len(rules):
+            raise _value_error(name, f"a tuple of {len(rules)} items", value)
+        for i, (rule, v) in enumerate(zip(rules, values)):
+            rule(v, f"{name}[{i}]")
+        return value
+    return check
+
+
+def one_of(*options):
+    """A rule: the value is one of ``options`` (:func:`choice`)."""
+    return lambda value, name: choice(value, name, options)
+
+
+def of_type(cls, what: str | None = None):
+    """A rule: the value is an instance of ``cls`` (:func:`instance`)."""
+    return lambda value, name: instance(value, name, cls, what)
+
+
+def same_size(n1: int, name1: str, n2: int, name2: str, what: str = "size") -> None:
+    """Raise :class:`ArgumentValueError` naming both arguments when two sizes that must agree do not
+    (the width of ``X`` and the input width of a network, the rows of ``X`` and ``y``...)."""
+    if n1 != n2:
+        raise ArgumentValueError(f"{name1} and {name2} must agree in {what}, got {n1} and {n2}")
+

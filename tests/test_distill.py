@@ -942,3 +942,15 @@ def test_predicted_residual_golden_ratio_tiny_roots_and_the_r0_boundary():
     # q0 may reach r0^2 (up to a 1e-12 rounding slack), not beyond
     for q0 in (0.25, 0.25 * (1 + 1e-13), 0.25 * (1 + 1e-12)):
         assert D.predicted_orthogonal_residual(q0, 0.5, 2.0, 3) > q0
+
+
+@pytest.mark.parametrize("change, match", [
+    (dict(iso_d=2.5), r"DistillConfig\.iso_d must be an int"), (dict(rn_sets=0), r"DistillConfig\.rn_sets must be an int >= 1"),
+    (dict(deep_lr_factor=0.0), r"DistillConfig\.deep_lr_factor must be"), (dict(tie_tol=-1e-7), r"DistillConfig\.tie_tol must be"),
+    (dict(bias_source="cifar"), r"DistillConfig\.bias_source must be one of"),
+    (dict(rn_ns=(1, 0)), r"DistillConfig\.rn_ns\[1\] must be an int >= 1"),
+    (dict(bias_deltas=(0, -10)), r"DistillConfig\.bias_deltas\[1\] must be"),
+    (dict(geo_kappas=()), r"DistillConfig\.geo_kappas must be a sequence of at least 1")])
+def test_config_fields_are_checked_at_construction(change, match):
+    with pytest.raises(ValueError, match=match):
+        D.DistillConfig(**change)

@@ -986,3 +986,17 @@ def test_sampler_without_the_z_filter():
     assert np.array_equal(Xf, mm.orthogonally_separable_gaussian(400, 20, seed=3, z_filter=True)[0])
     with pytest.raises(ValueError, match=r"^z_filter must be"):
         mm.orthogonally_separable_gaussian(10, 3, z_filter="no")
+
+
+@pytest.mark.parametrize("change, match", [
+    (dict(n=None), r"InductiveBiasConfig\.n must be an int"), (dict(width=0), r"InductiveBiasConfig\.width must be an int >= 1"),
+    (dict(sgd_batch="50"), r"InductiveBiasConfig\.sgd_batch must be an int"),
+    (dict(init_scale=-0.05), r"InductiveBiasConfig\.init_scale must be"),
+    (dict(ngd_schedule=()), r"InductiveBiasConfig\.ngd_schedule must be a sequence of at least 1"),
+    (dict(ngd_schedule=((0.005, 0),)), r"InductiveBiasConfig\.ngd_schedule\[0\]\[1\] must be an int >= 1"),
+    (dict(resnet_ngd_schedule=((0.02,),)), r"InductiveBiasConfig\.resnet_ngd_schedule\[0\] must be a tuple of 2"),
+    (dict(cnn_data="cifar"), r"InductiveBiasConfig\.cnn_data must be one of"),
+    (dict(eta_sweep=(0.008, -1.0)), r"InductiveBiasConfig\.eta_sweep\[1\] must be")])
+def test_config_fields_are_checked_at_construction(change, match):
+    with pytest.raises(ValueError, match=match):
+        mm.InductiveBiasConfig(**change)

@@ -888,3 +888,21 @@ def test_chapter_05_coverage_numbers_equal_the_committed_full_run():
     assert not missing, f"Coverage numbers that differ from results/multi_exit/full.json: {missing}"
     # and the comparison can fail: a quoted number one digit off is missing
     assert quoted[0].replace(f"{m['gain_per_exit'][0]:.2f}", f"{m['gain_per_exit'][0] + 0.01:.2f}") not in cov
+
+
+@pytest.mark.parametrize("change, match", [
+    (dict(epochs=-1), r"MultiExitConfig\.epochs must be an int >= 1"), (dict(epochs=0), r"MultiExitConfig\.epochs"),
+    (dict(batch_size="3"), r"MultiExitConfig\.batch_size must be an int"),
+    (dict(data="mnist"), r"MultiExitConfig\.data must be one of"), (dict(lr=0.0), r"MultiExitConfig\.lr must be"),
+    (dict(momentum=1.0), r"MultiExitConfig\.momentum must be"), (dict(mu=1.0), r"MultiExitConfig\.mu must be"),
+    (dict(tau_mult=0.9), r"MultiExitConfig\.tau_mult must be"), (dict(n_classes=1), r"MultiExitConfig\.n_classes must be"),
+    (dict(milestones=(0.5, 1.5)), r"MultiExitConfig\.milestones\[1\] must be"),
+    (dict(n_val_per_class=15), r"MultiExitConfig\.n_val_per_class must be < n_per_class"),
+    (dict(strides=(1, 2, 1)), r"MultiExitConfig\.strides and MultiExitConfig\.widths must agree"),
+    (dict(data_sizes=(15, 30)), r"MultiExitConfig\.data_size_epochs and MultiExitConfig\.data_sizes must agree"),
+    (dict(topk=11), r"MultiExitConfig\.topk must be <= n_classes"), (dict(widths=()), r"MultiExitConfig\.widths must be")])
+def test_config_fields_are_checked_at_construction(change, match):
+    with pytest.raises(ValueError, match=match):
+        me.MultiExitConfig(**change)
+    with pytest.raises(ValueError, match=match):  # dataclasses.replace builds a new config: checked too
+        replace(me.CONFIGS.quick, **change)

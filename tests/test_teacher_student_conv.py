@@ -306,3 +306,15 @@ def test_train_step_names_the_step_and_lr_when_the_loss_overflows():
     x = torch.full((2, 1, 4, 4), 1e30)
     with pytest.raises(FloatingPointError, match=r"became NaN or infinite by step 1 with lr=0\.1: "):
         TC.train_step(teacher, student, x, 0.1)
+
+
+@pytest.mark.parametrize("change, match", [
+    (dict(epochs=0), r"CifarConfig\.epochs must be an int >= 1"), (dict(batch="64"), r"CifarConfig\.batch must be an int"),
+    (dict(prune_ratio=1.0), r"CifarConfig\.prune_ratio must be"), (dict(lr=float("nan")), r"CifarConfig\.lr must be"),
+    (dict(channels=()), r"CifarConfig\.channels must be"), (dict(image=(3, 32)), r"CifarConfig\.image must be a tuple of 3"),
+    (dict(classes=1), r"CifarConfig\.classes must be"), (dict(pretrain_epochs=-1), r"CifarConfig\.pretrain_epochs must be"),
+    (dict(std=(0.2, 0.2)), r"CifarConfig\.std must be a sequence of 3"), (dict(std=(0.2, 0.0, 0.2)), r"CifarConfig\.std\[1\]")])
+def test_config_fields_are_checked_at_construction(change, match):
+    with pytest.raises(ValueError, match=match):
+        TC.CifarConfig(**change)
+    assert TC.CifarConfig(pretrain_epochs=0).pretrain_epochs == 0  # no pre-training: meaningful
