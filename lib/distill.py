@@ -124,8 +124,8 @@ def _data_and_weight(X, w, wname: str = "w"):
     w = V.array(w, wname, ndim=(1, 2))
     d = X.shape[-1]
     if w.shape[-1] != d:
-        raise ValueError(f"{wname} has {w.shape[-1]} entries but the points of X have d={d} "
-                         "(X must be (n, d): rows are points)")
+        raise V.ArgumentValueError(f"{wname} has {w.shape[-1]} entries but the points of X have d={d} "
+                                   "(X must be (n, d): rows are points)")
     if w.ndim == 2 and (X.ndim != 3 or w.shape[0] != X.shape[0]):
         raise ValueError(f"a batch of weights {w.shape} needs X of shape (T, n, d) with the same T, got {X.shape}")
     return X, w
@@ -134,7 +134,8 @@ def _data_and_weight(X, w, wname: str = "w"):
 def _labels(y, X) -> np.ndarray:
     y = V.array(y, "y", ndim=(1, 2))
     if y.shape != X.shape[:-1]:
-        raise ValueError(f"y must have shape {X.shape[:-1]} (one label per row of X), got {y.shape}")
+        raise V.ArgumentValueError(f"y must have shape {X.shape[:-1]} (one label per row of X, whose shape is "
+                                   f"{X.shape}: X is (n, d) or (T, n, d), rows are points), got {y.shape}")
     if np.any(y < 0) or np.any(y > 1):
         raise ValueError("labels y must lie in [0, 1]")
     return y

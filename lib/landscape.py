@@ -145,11 +145,14 @@ def relu_layer_draws(X, width: int, n_draws: int, seed: int = 0) -> tuple[np.nda
 
 def exact_fit(F, Y) -> tuple[np.ndarray, float]:
     """Least-squares read-out ``lam = argmin ||F lam - Y||_F`` (minimum norm, LAPACK gelsd) and the
-    relative residual ``||F lam - Y||_F / ||Y||_F`` (Cor. 2.4.6: 0 when ``rank F = N``)."""
+    relative residual ``||F lam - Y||_F / ||Y||_F`` (Cor. 2.4.6: 0 when ``rank F = N``).
+
+    ``Y = 0`` is fitted exactly by ``lam = 0``: its relative residual is defined as 0 (not 0/0)."""
     F = V.array(F, "F", ndim=2)
     Y = V.array(Y, "Y", ndim=2, shape=(F.shape[0], None))
     lam = np.linalg.lstsq(F, Y, rcond=None)[0]
-    return lam, float(np.linalg.norm(F @ lam - Y) / np.linalg.norm(Y))
+    norm = np.linalg.norm(Y)
+    return lam, float(np.linalg.norm(F @ lam - Y) / norm) if norm > 0 else 0.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -419,7 +422,11 @@ def train_square(model: torch.nn.Module, X, Y, steps: int, lr: float = 3e-3, dev
         hist = []
         for step in range(steps):
             opt.zero_grad()
-            loss = 0.5 * ((model(Xt) - Yt) ** 2).sum() / len(X)
+            out = model(Xt)
+            if step == 0 and out.shape != Yt.shape:  # (checked on the first step's output: no extra pass)
+                raise V.ArgumentValueError(f"Y must have the shape of the model's outputs on X, "
+                                           f"{tuple(out.shape)}, got {Y.shape}")
+            loss = 0.5 * ((out - Yt) ** 2).sum() / len(X)
             loss.backward()
             opt.step()
             sched.step()

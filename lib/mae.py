@@ -709,7 +709,10 @@ class SentenceGrammar:
 
 
 def word_match_matrix(sentences) -> torch.Tensor:
-    """``match[i, j]``: fraction of positions (over the longer sentence) where words i and j agree."""
+    """``match[i, j]``: fraction of positions (over the longer sentence) where words i and j agree.
+
+    Two empty sentences (no words) are equal: their match is defined as 1 (not 0/0); an empty and a
+    non-empty sentence match 0."""
     sentences = V.sequence(sentences, "sentences", min_len=1)
     for s in sentences:
         V.instance(s, "sentences[i]", str, "a str (a sentence)")
@@ -721,7 +724,8 @@ def word_match_matrix(sentences) -> torch.Tensor:
     for i, t in enumerate(toks):
         arr[i, :len(t)] = torch.tensor([ids[w] for w in t])
     same = ((arr[:, None, :] == arr[None, :, :]) & (arr[:, None, :] > 0)).sum(-1)
-    return same.double() / torch.maximum(lens[:, None], lens[None, :]).double()
+    longer = torch.maximum(lens[:, None], lens[None, :])
+    return torch.where(longer > 0, same.double() / longer.double(), 1.0)
 
 
 def _encode_nodes(model, Q, seed):

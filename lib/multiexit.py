@@ -216,6 +216,8 @@ def multiexit_objective(logits, y, distill, tau=1.0, teachers: str = "last", dis
     if not labelled.any(-1).all():
         raise ValueError("every model needs at least one labelled point in the batch")
     distill = torch.as_tensor(distill, dtype=logits[0].dtype, device=logits[0].device)
+    if not bool((torch.isfinite(distill) & (distill >= 0)).all()):  # a NaN weight made the whole loss NaN
+        raise V.ArgumentValueError(f"distill must be finite and >= 0 (0/1, or one weight per model), got {distill}")
     count = labelled.sum(-1).to(logits[0].dtype)
     ce = sum(F.cross_entropy(z.reshape(-1, K), y.reshape(-1), reduction="none", ignore_index=-100)
              .reshape(y.shape).sum(-1) / count for z in logits) / len(logits)
@@ -243,6 +245,10 @@ class TemperatureAnnealer:
             raise ValueError(f"mult must be a finite number >= 1 (tau never decreases), got {mult!r}")
         self.mu, self.mult = float(mu), float(mult)
         self.tau = _check_tau(tau0, (n_models,), "tau0").expand(n_models).clone()
+        flags = V.array(active, "active", dtype=None, nonempty=False)
+        if flags.shape not in ((), (n_models,)) or not np.isin(flags, (0, 1)).all():
+            raise V.ArgumentValueError(f"active must be a bool or one bool (or 0/1) per model (n_models = "
+                                       f"{n_models}), got {V.describe(active)}")
         self.active = torch.as_tensor(active, dtype=torch.bool).expand(n_models).clone()
         self.log = {"conf": [], "adj_conf": [], "tau": []}
 

@@ -247,7 +247,9 @@ def fit_masked(model: MaskedMLP, X: torch.Tensor, y: torch.Tensor, epochs: int, 
 
 def _check_mask(mask, linear) -> None:
     V.tensor(mask, "mask", ndim=2)
-    V.tensor(linear, "linear", shape=(mask.shape[0],), nonempty=False)
+    V.tensor(linear, "linear", ndim=1, nonempty=False)
+    V.same_size(tuple(mask.shape[:1]), "mask (depth, w)", tuple(linear.shape), "linear (depth,)",
+                "depth (one linear flag per layer)")
     if not bool(((mask == 0) | (mask == 1)).all()):
         raise V.ArgumentValueError(f"mask must hold only 0 and 1, got {V.describe(mask)}")
 

@@ -236,7 +236,7 @@ def accuracy(model, X, y, chunk: int = 1024) -> np.ndarray:
     """Fraction of rows of ``X`` whose arg-max logit is the label, one per model: shape ``(n_models,)``.
     Evaluated ``chunk`` rows at a time (a paper-scale CNN cannot hold 55,000 images' features at once)."""
     _check_model(model)
-    y = V.labels(V.tensor(y, "y", floating=False), "y", model.V.shape[2])
+    y = V.labels(V.tensor(y, "y", floating=False, ndim=1), "y", model.V.shape[2])
     X = V.tensor(X, "X", floating=True)
     with torch.no_grad():
         pred = torch.cat([model(Xc).argmax(2) for Xc in X.split(V.positive_int(chunk, "chunk"))], 1)
@@ -328,7 +328,7 @@ def exact_readout(model, X, y) -> np.ndarray:
     the relative residual ``||Psi V - R||_F / ||R||_F`` per model (0 up to rounding when rank Psi = N)."""
     _check_model(model)
     X = V.tensor(X, "X", floating=True)
-    y = V.labels(V.tensor(y, "y", floating=False), "y", model.V.shape[2])
+    y = V.labels(V.tensor(y, "y", floating=False, ndim=1), "y", model.V.shape[2])
     res = []
     with torch.no_grad():
         G0 = model(X).double()

@@ -77,6 +77,11 @@ class ConvNet(nn.Module):
         self.image = tuple(image)
 
     def forward(self, x):
+        """``(hidden, output)`` for a batch ``x`` of images ``(n, *image)``; the shape is compared once per call
+        (a tuple comparison: no pass over the data) so that a wrong one names ``x``, not a torch layer."""
+        if not isinstance(x, torch.Tensor) or x.ndim != 4 or tuple(x.shape[1:]) != self.image:
+            raise V.ArgumentValueError(f"x must be a batch of images of shape (n, {', '.join(map(str, self.image))}), "
+                                       f"got {V.describe(x)}")
         hidden = []
         for conv in self.convs:
             x = torch.relu(conv(x))

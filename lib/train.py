@@ -67,8 +67,8 @@ def _targets_like(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         return y.reshape(out.shape)
     if got in _unit_axis_variants(out.shape[1:]):
         return y.reshape(out.shape[1:]).expand_as(out)
-    raise ValueError(f"targets of shape {got} match neither the outputs {tuple(out.shape)} "
-                     f"nor one model's outputs {tuple(out.shape[1:])}")
+    raise V.ArgumentValueError(f"y (targets) of shape {got} matches neither out (the outputs) of shape "
+                               f"{tuple(out.shape)} nor one model's outputs {tuple(out.shape[1:])}")
 
 
 def _check_outputs(out, y, labels: bool = False):

@@ -513,12 +513,12 @@ def _bad_calls():
         (lambda: D.hard_labels(X, np.ones(3)), r"^w_teacher has 3 entries but the points of X have d=4 \(X must be \(n, d\): rows are points\)$"),
         (lambda: D.hard_labels(np.ones((2,2,2,4)), w), r"^X must be an array with 2 or 3 dimensions \(2-D or 3-D\), got array of shape \(2, 2, 2, 4\) and dtype float64$"),
         (lambda: D.ce_loss(np.ones(3), X, y), r"^w has 3 entries but the points of X have d=4 \(X must be \(n, d\): rows are points\)$"),
-        (lambda: D.ce_loss(w, X, y[:-1]), r"^y must have shape \(6,\) \(one label per row of X\), got \(5,\)$"),
+        (lambda: D.ce_loss(w, X, y[:-1]), r"^y must have shape \(6,\) \(one label per row of X, whose shape is \(6, 4\).*\), got \(5,\)$"),
         (lambda: D.ce_loss(w, X, y + 1), r"^labels y must lie in \[0, 1\]$"),
         (lambda: D.ce_loss(w, X, -y), r"^labels y must lie in \[0, 1\]$"),
         (lambda: D.ce_loss(w, X, np.ones((1,1,6))), r"^y must be an array with 1 or 2 dimensions \(1-D or 2-D\), got array of shape \(1, 1, 6\) and dtype float64$"),
         (lambda: D.ce_grad(np.ones(3), X, y), r"^w has 3 entries but the points of X have d=4 \(X must be \(n, d\): rows are points\)$"),
-        (lambda: D.ce_grad(w, X, y[:-1]), r"^y must have shape \(6,\) \(one label per row of X\), got \(5,\)$"),
+        (lambda: D.ce_grad(w, X, y[:-1]), r"^y must have shape \(6,\) \(one label per row of X, whose shape is \(6, 4\).*\), got \(5,\)$"),
         (lambda: D.default_lr(np.ones(4)), r"^X must be an array with 2 or 3 dimensions \(2-D or 3-D\), got array of shape \(4,\) and dtype float64$"),
         (lambda: D.default_lr(X, depth=0), r"^depth must be an int >= 1, got 0$"),
         (lambda: D.default_lr(X, factor=0.0), r"^factor must be a finite number > 0, got 0\.0$"),
@@ -526,7 +526,7 @@ def _bad_calls():
         (lambda: D.default_lr(X, depth=2), r"^depth >= 2 needs target_norm \(the norm of the expected limit\)$"),
         (lambda: D.default_lr(X, depth=2, target_norm=-1.0), r"^target_norm must be a finite number > 0, got -1\.0$"),
         (lambda: D.gd_linear(np.ones(4), y, 5, 0.1), r"^X must be an array with 2 or 3 dimensions \(2-D or 3-D\), got array of shape \(4,\) and dtype float64$"),
-        (lambda: D.gd_linear(X, y[:-1], 5, 0.1), r"^y must have shape \(6,\) \(one label per row of X\), got \(5,\)$"),
+        (lambda: D.gd_linear(X, y[:-1], 5, 0.1), r"^y must have shape \(6,\) \(one label per row of X, whose shape is \(6, 4\).*\), got \(5,\)$"),
         (lambda: D.gd_linear(X, y, 0, 0.1), r"^steps must be an int >= 1, got 0$"),
         (lambda: D.gd_linear(X, y, 5, 'a'), r"^lr must be a numeric array, got str 'a'$"),
         (lambda: D.gd_linear(X, y, 5, np.ones((2,2))), r"^lr must be a scalar or one step per transfer set, got shape \(2, 2\)$"),
@@ -567,7 +567,7 @@ def _bad_calls():
         (lambda: D.init_norm_threshold(0.1, 0.0, 2), r"^w_hat_norm must be a finite number > 0, got 0\.0$"),
         (lambda: D.init_norm_threshold(0.1, 1.0, 0), r"^depth must be an int >= 1, got 0$"),
         (lambda: D.newton_in_span(np.ones(4), y), r"^X must be an array with 2 or 3 dimensions \(2-D or 3-D\), got array of shape \(4,\) and dtype float64$"),
-        (lambda: D.newton_in_span(X, y[:-1]), r"^y must have shape \(6,\) \(one label per row of X\), got \(5,\)$"),
+        (lambda: D.newton_in_span(X, y[:-1]), r"^y must have shape \(6,\) \(one label per row of X, whose shape is \(6, 4\).*\), got \(5,\)$"),
         (lambda: D.newton_in_span(X, y, iters=0), r"^iters must be an int >= 1, got 0$"),
         (lambda: D.train_hard_label_student(X, np.ones(3), 5), r"^w_teacher has 3 entries but the points of X have d=4 \(X must be \(n, d\): rows are points\)$"),
         (lambda: D.train_hard_label_student(X, w, 0), r"^steps must be an int >= 1, got 0$"),
@@ -954,3 +954,12 @@ def test_predicted_residual_golden_ratio_tiny_roots_and_the_r0_boundary():
 def test_config_fields_are_checked_at_construction(change, match):
     with pytest.raises(ValueError, match=match):
         D.DistillConfig(**change)
+
+
+@pytest.mark.parametrize("fn", [lambda X, y: D.gd_linear(X, y, 3, 0.1), D.newton_in_span])
+def test_X_of_the_wrong_layout_names_X_and_y(fn):
+    """X transposed ((d, n) for (n, d)): the labels no longer match its rows; the error names both."""
+    X = np.random.default_rng(0).standard_normal((5, 3))
+    y = np.full(5, 0.5)
+    with pytest.raises(ValueError, match=r"^y must have shape \(3,\) \(one label per row of X, whose shape is \(3, 5\)"):
+        fn(X.T, y)

@@ -1212,3 +1212,23 @@ def test_wide_paths_check_the_seed_before_using_it(make, widths, alpha, seed):
     a, b = LS.init_net(widths, 0), LS.init_net(widths, 1)
     with pytest.raises(ValueError, match="^seed"):  # 'x' was a TypeError from seed + 1 not naming seed
         make(a, b, X, y, alpha, seed=seed, points_per_stage=2)
+
+
+def test_train_square_compares_Y_with_the_model_outputs():
+    """Y of 10 columns for a net of 10 outputs trains; 1 or 3 columns (which torch would broadcast) are refused."""
+    X = np.random.default_rng(0).standard_normal((6, 64))
+    for cols in (1, 3):
+        with pytest.raises(ValueError, match=r"^Y must have the shape of the model's outputs on X, \(6, 10\), got \(6, " + str(cols)):
+            LS.train_square(LS.tiny_cnn(2, seed=0), X, np.ones((6, cols)), 2)
+    assert len(LS.train_square(LS.tiny_cnn(2, seed=0), X, np.ones((6, 10)), 2)) == 2
+
+
+def test_exact_fit_of_zero_targets_is_exact():
+    """Y = 0: lam = 0 and the relative residual is defined as 0 (not 0/0 = NaN)."""
+    F = np.random.default_rng(0).standard_normal((4, 3))
+    lam, res = LS.exact_fit(F, np.zeros((4, 2)))
+    assert res == 0.0 and (lam == 0).all() and lam.shape == (3, 2)
+    Y = np.random.default_rng(1).standard_normal((4, 2))
+    lam, res = LS.exact_fit(F, Y)  # the ordinary case, against an independent lstsq
+    want = np.linalg.lstsq(F, Y, rcond=None)[0]
+    assert res == pytest.approx(np.linalg.norm(F @ want - Y) / np.linalg.norm(Y), rel=1e-12) and res > 0.01

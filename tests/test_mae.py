@@ -1369,3 +1369,11 @@ def test_configs_of_every_scale_are_valid():
                 smoke_config(mae.CONFIGS.paper, mae.CONFIGS.chapter, mae.CONFIGS.quick)):
         assert replace(cfg) == cfg
     assert mae.MAEConfig(normal_anneal=1.0, C=0.0, c_sweep=()).c_sweep == ()  # edges that mean something
+
+
+def test_word_match_matrix_of_empty_sentences():
+    """Two empty sentences match 1 (defined, not 0/0); an empty and a non-empty one match 0."""
+    M = mae.word_match_matrix(["", "a b", "", "a c d"])
+    assert torch.isfinite(M).all()
+    assert M.tolist() == [[1.0, 0.0, 1.0, 0.0], [0.0, 1.0, 0.0, 1 / 3], [1.0, 0.0, 1.0, 0.0], [0.0, 1 / 3, 0.0, 1.0]]
+    assert mae.word_match_matrix([""]).tolist() == [[1.0]]

@@ -906,3 +906,22 @@ def test_config_fields_are_checked_at_construction(change, match):
         me.MultiExitConfig(**change)
     with pytest.raises(ValueError, match=match):  # dataclasses.replace builds a new config: checked too
         replace(me.CONFIGS.quick, **change)
+
+
+def test_annealer_active_has_one_flag_per_model():
+    for ok in (True, [True, False], np.array([True, False]), torch.tensor([False, True])):
+        assert me.TemperatureAnnealer(n_models=2, active=ok).active.shape == (2,)
+    for bad in ([True], [True, False, True], [2, 0], 0.5, [[True, False]]):
+        with pytest.raises(ValueError, match=r"^active must be a bool or one bool \(or 0/1\) per model \(n_models = 2\)"):
+            me.TemperatureAnnealer(n_models=2, active=bad)
+    with pytest.raises(TypeError, match=r"^active must be a numeric array"):
+        me.TemperatureAnnealer(n_models=2, active="abc")
+
+
+def test_objective_refuses_nan_or_negative_distillation_weights():
+    z = [torch.stack([a, b]) for a, b in zip(_logits(n=4, seed=5), _logits(n=4, seed=6))]
+    y = torch.zeros(2, 4, dtype=torch.int64)
+    assert torch.isfinite(me.multiexit_objective(z, y, torch.tensor([1.0, 0.0]))).all()
+    for bad in (torch.tensor([float("nan"), 1.0]), torch.tensor([1.0, float("inf")]), -1.0):
+        with pytest.raises(ValueError, match=r"^distill must be finite and >= 0"):
+            me.multiexit_objective(z, y, bad)

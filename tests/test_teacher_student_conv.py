@@ -318,3 +318,12 @@ def test_config_fields_are_checked_at_construction(change, match):
     with pytest.raises(ValueError, match=match):
         TC.CifarConfig(**change)
     assert TC.CifarConfig(pretrain_epochs=0).pretrain_epochs == 0  # no pre-training: meaningful
+
+
+def test_convnet_forward_names_x_on_a_wrong_image_shape():
+    net = TC.ConvNet((4, 3), 2, (1, 6, 6), seed=0)
+    hidden, out = net(torch.zeros(2, 1, 6, 6))
+    assert out.shape == (2, 2) and [h.shape[1] for h in hidden] == [4, 3]
+    for bad in (torch.zeros(2, 3, 6, 6), torch.zeros(2, 1, 5, 6), torch.zeros(1, 6, 6), np.zeros((2, 1, 6, 6))):
+        with pytest.raises(ValueError, match=r"^x must be a batch of images of shape \(n, 1, 6, 6\)"):
+            net(bad)
