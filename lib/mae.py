@@ -671,6 +671,17 @@ class SentenceGrammar:
                     ("pn", ("scenes", "moments", "actors", "jokes", "twists", "songs")),
                     ("actor", ("he", "she", "everyone", "nobody", "bob", "alice")))
 
+    def __post_init__(self):
+        V.config(self, {"templates": V.each(V.of_type(str, "a str (a template)"), min_len=1),
+                        "slots": V.each(V.items(V.of_type(str, "a str (a slot name)"),
+                                                V.each(V.of_type(str, "a str (a word)"), min_len=1)), min_len=1)})
+        named = dict(self.slots)
+        for t in self.templates:
+            missing = [n for n in self._slot_names(t) if n not in named]
+            if missing:
+                raise V.ArgumentValueError(f"SentenceGrammar.templates: {t!r} uses the slot(s) {missing} that "
+                                           f"SentenceGrammar.slots does not define")
+
     def _slot_names(self, template):
         return [w[1:-1] for w in template.split() if w.startswith("{")]
 

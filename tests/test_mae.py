@@ -1377,3 +1377,16 @@ def test_word_match_matrix_of_empty_sentences():
     assert torch.isfinite(M).all()
     assert M.tolist() == [[1.0, 0.0, 1.0, 0.0], [0.0, 1.0, 0.0, 1 / 3], [1.0, 0.0, 1.0, 0.0], [0.0, 1 / 3, 0.0, 1.0]]
     assert mae.word_match_matrix([""]).tolist() == [[1.0]]
+
+
+@pytest.mark.parametrize("change, match", [
+    (dict(templates=()), r"SentenceGrammar\.templates must be a sequence of at least 1"),
+    (dict(templates=("the {noun} .", 3)), r"SentenceGrammar\.templates\[1\] must be a str"),
+    (dict(templates=("the {villain} .",)), r"SentenceGrammar\.templates: 'the \{villain\} \.' uses the slot\(s\) \['villain'\]"),
+    (dict(slots=(("noun", ()),)), r"SentenceGrammar\.slots\[0\]\[1\] must be a sequence of at least 1"),
+    (dict(slots=(("noun",),)), r"SentenceGrammar\.slots\[0\] must be a tuple of 2 items")])
+def test_sentence_grammar_checks_its_templates_and_slots(change, match):
+    with pytest.raises(ValueError, match=match):
+        mae.SentenceGrammar(**change)
+    small = mae.SentenceGrammar(templates=("the {noun} .",), slots=(("noun", ("movie", "film")),))
+    assert small.build()[0] == ["the movie .", "the film ."]
