@@ -215,9 +215,10 @@ def multiexit_objective(logits, y, distill, tau=1.0, teachers: str = "last", dis
         raise ValueError(f"y: labels must be in 0..{K - 1} (or -100 for unlabelled points)")
     if not labelled.any(-1).all():
         raise ValueError("every model needs at least one labelled point in the batch")
+    weights = torch.as_tensor(distill)  # checked where it is (the trainer's is on the CPU: no device sync)
+    if not bool((torch.isfinite(weights) & (weights >= 0)).all()):  # a NaN weight made the whole loss NaN
+        raise V.ArgumentValueError(f"distill must be finite and >= 0 (0/1, or one weight per model), got {weights}")
     distill = torch.as_tensor(distill, dtype=logits[0].dtype, device=logits[0].device)
-    if not bool((torch.isfinite(distill) & (distill >= 0)).all()):  # a NaN weight made the whole loss NaN
-        raise V.ArgumentValueError(f"distill must be finite and >= 0 (0/1, or one weight per model), got {distill}")
     count = labelled.sum(-1).to(logits[0].dtype)
     ce = sum(F.cross_entropy(z.reshape(-1, K), y.reshape(-1), reduction="none", ignore_index=-100)
              .reshape(y.shape).sum(-1) / count for z in logits) / len(logits)
