@@ -97,12 +97,13 @@ def train_ball_vs_shell(X: torch.Tensor, y: torch.Tensor, slopes, bce, *, epochs
     nets do not interact. ``seed`` orders the minibatches, ``net_seeds[m]`` initialises net m.
     Chapter 07 trains Tables 4.2-4.3 and, in its higher-dimensions section, Fig. 4.8 with it."""
     V.tensor(X, "X", ndim=3, floating=True)
-    V.tensor(y, "y", shape=tuple(X.shape[:2]), floating=True)
+    V.tensor(y, "y", shape=tuple(X.shape[:2]), floating=True, agree="X")
     if not bool(((y == 1) | (y == -1)).all()):
         raise ValueError("y (the labels) must hold only +1 and -1")
     d = X.shape[2]
     width = d + 1 if width is None else V.positive_int(width, "width")
-    bce = V.array(bce, "bce (one bool per net: BCE or MSE)", ndim=1, shape=(X.shape[1],), dtype=None)
+    bce = V.array(bce, "bce (one bool per net: BCE or MSE)", ndim=1, shape=(X.shape[1],), dtype=None,
+                  agree="X's nets")
     if bce.dtype != bool:
         raise ValueError(f"bce (one bool per net: BCE or MSE) must be an array of bools, got dtype {bce.dtype}")
     device = as_device(None)  # REPRO_DEVICE (CUDA at paper scale where there is one): the loss's mask lives there
@@ -127,5 +128,5 @@ def sign_accuracy(model: LeakEnsemble, X: torch.Tensor, y: torch.Tensor) -> np.n
     dtype (float32 for the nets of :func:`train_ball_vs_shell`)."""
     V.instance(model, "model", LeakEnsemble)
     V.tensor(X, "X", ndim=3, floating=True)
-    V.tensor(y, "y", shape=tuple(X.shape[:2]), floating=True)
+    V.tensor(y, "y", shape=tuple(X.shape[:2]), floating=True, agree="X")
     return (torch.sign(model(X)) == y.T).double().mean(1).numpy()

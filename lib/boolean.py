@@ -1014,7 +1014,7 @@ def xor1d_local_optima(n_nets: int, steps: int = 500, lr: float = 0.1, seed: int
 def relu_sign_pattern(w: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Region of Table 3.2: signs (>= 0) of b_i, b_i + w_i, b_i - w_i for both units, as 6-char strings."""
     w = V.array(w, "w", shape=(2, None))
-    b = V.array(b, "b", shape=w.shape)
+    b = V.array(b, "b", shape=w.shape, agree="w")
     if w.shape != b.shape or w.ndim != 2 or w.shape[0] != 2:
         raise ValueError(f"w and b must both have shape (2, n_nets), got {w.shape} and {b.shape}")
     cols = [b[0], b[0] + w[0], b[0] - w[0], b[1], b[1] + w[1], b[1] - w[1]]

@@ -597,7 +597,7 @@ def _cos_sin(u, v):
     u = V.array(u, "u", ndim=(1, 2))
     v = V.array(v, "v", ndim=(1, 2))
     if u.shape[-1] != v.shape[-1]:
-        raise ValueError(f"vectors of different lengths: {u.shape} and {v.shape}")
+        raise V.ArgumentValueError(f"u and v are vectors of different lengths: {u.shape} and {v.shape}")
     nu, nv = np.linalg.norm(u, axis=-1), np.linalg.norm(v, axis=-1)
     if np.any(nu == 0) or np.any(nv == 0):
         raise ValueError("angles are undefined for zero vectors")
@@ -633,6 +633,7 @@ def transfer_risk_exact(w, w_teacher, d: int, quantile, ngrid: int = 4000) -> np
     V.callable_(quantile, "quantile")
     V.array(w, "w", ndim=(1, 2))
     V.array(w_teacher, "w_teacher", ndim=1)
+    V.same_size(np.shape(w)[-1], "w", np.shape(w_teacher)[-1], "w_teacher", "length (both in R^d)")
     if d < 2:
         raise ValueError("angle tasks need d >= 2")
     phi = np.atleast_1d(signed_angle(w, w_teacher))
@@ -754,7 +755,7 @@ def monotonicity_counts(angle_before, angle_after, tie_tol: float = 1e-7) -> dic
     before = V.array(angle_before, "angle_before", ndim=(1,))
     after = V.array(angle_after, "angle_after", ndim=(1,))
     if before.shape != after.shape:
-        raise ValueError(f"angle arrays differ in shape: {before.shape} vs {after.shape}")
+        raise V.ArgumentValueError(f"angle_before and angle_after differ in shape: {before.shape} vs {after.shape}")
     tie_tol = V.nonnegative(tie_tol, "tie_tol")
     diff = after - before
     return {"p_dec": float(np.mean(diff < -tie_tol)), "p_tie": float(np.mean(np.abs(diff) <= tie_tol)),

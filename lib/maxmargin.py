@@ -98,7 +98,7 @@ def _as_matrix(X, name: str = "X") -> np.ndarray:
 def _as_labels(y, n: int) -> np.ndarray:
     y = V.array(y, "y", dtype=None, finite=False, nonempty=False)
     if y.shape != (n,):
-        raise ValueError(f"y must have shape ({n},), got {y.shape}")
+        raise V.ArgumentValueError(f"y must have shape ({n},) (one label per row of X), got {y.shape}")
     if not np.issubdtype(y.dtype, np.number) or not np.isin(y, (-1, 1)).all():
         raise ValueError("y must contain only the labels +1 and -1")
     if not ((y == 1).any() and (y == -1).any()):
@@ -106,8 +106,8 @@ def _as_labels(y, n: int) -> np.ndarray:
     return y.astype(np.float64)
 
 
-def _as_vector(w, d: int | None, name: str) -> np.ndarray:
-    return V.array(w, name, shape=(d,))
+def _as_vector(w, d: int | None, name: str, agree: str = "the columns of X or W") -> np.ndarray:
+    return V.array(w, name, shape=(d,), agree=agree if d is not None else None)
 
 
 def _as_neurons(W, a):
@@ -244,7 +244,7 @@ def sector_is_feasible(X, sigma, *, return_slack: bool = False):
     count as not full-dimensional. Returns the bool, or ``(bool, slack)`` with ``return_slack=True``.
     """
     X = _as_matrix(X)
-    sigma = V.array(sigma, "sigma", shape=(X.shape[0],))
+    sigma = V.array(sigma, "sigma", shape=(X.shape[0],), agree="X")
     if not np.isin(sigma, (-1, 0, 1)).all():
         raise V.ArgumentValueError(f"sigma must hold only -1, 0 and 1, got {V.describe(sigma)}")
     return_slack = V.boolean(return_slack, "return_slack")
@@ -598,7 +598,7 @@ def theorem_residuals(W, a, w_plus, w_minus):
 def gamma_star(w_plus, w_minus) -> float:
     """The limit normalised margin ``1 / (2(||w_+|| + ||w_-||))`` (this book's constant for Cor. 3.1)."""
     w_plus = _as_vector(w_plus, None, "w_plus")
-    w_minus = _as_vector(w_minus, w_plus.shape[0], "w_minus")
+    w_minus = _as_vector(w_minus, w_plus.shape[0], "w_minus", "w_plus")
     return float(1.0 / (2.0 * (np.linalg.norm(w_plus) + np.linalg.norm(w_minus))))
 
 

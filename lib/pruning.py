@@ -468,6 +468,9 @@ class PrunableCNN(torch.nn.Module):
         """Logits ``(n, classes)`` of finite floating-point images ``x`` of shape ``(n, in_channels, H, W)``;
         an empty batch gives an empty result."""
         V.tensor(x, "x", shape=(None, self.convs[0].in_channels, None, None), floating=True, nonempty=False)
+        if x.shape[2] // 8 != self.side or x.shape[3] // 8 != self.side:  # three 2x2 pools, then the linear layer
+            raise V.ArgumentValueError(f"x must hold images of the model's size (H // 8 = W // 8 = {self.side}), "
+                                       f"got {V.describe(x)}")
         wm = self.weight_masks
         for i, (conv, cm) in enumerate(zip(self.convs, self.channel_masks())):
             x = torch.nn.functional.conv2d(x, conv.weight * wm[i], conv.bias, padding=1)
@@ -505,7 +508,7 @@ def as_images(X: torch.Tensor, image_size: int | None = None) -> torch.Tensor:
     if X.ndim == 2:
         side = image_size or int(round(math.sqrt(X.shape[1])))
         if side * side != X.shape[1]:
-            raise ValueError(f"cannot read rows of {X.shape[1]} features as square images")
+            raise V.ArgumentValueError(f"X: cannot read rows of {X.shape[1]} features as square images")
         return X.reshape(-1, 1, side, side)
     if X.ndim == 3:
         return X[:, None]

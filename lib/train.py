@@ -82,7 +82,7 @@ def _check_outputs(out, y, labels: bool = False):
         if tuple(y.shape) not in ((out.shape[1],), tuple(out.shape[:2])):
             raise V.ArgumentValueError(f"y must have shape ({out.shape[1]},) or {tuple(out.shape[:2])}, "
                                        f"got {V.describe(y)}")
-        V.labels(y, "y", out.shape[2])
+        V.labels(y, "y", out.shape[2], classes_of="out")
     else:
         V.tensor(y, "y", floating=True)
     return out

@@ -218,25 +218,27 @@ def _shape_text(want) -> str:
     return "(" + ", ".join("n" if w is None else str(w) for w in want) + ("," if len(want) == 1 else "") + ")"
 
 
-def _check_shape(name: str, shape, ndim, want, nonempty: bool, value) -> None:
+def _check_shape(name: str, shape, ndim, want, nonempty: bool, value, agree: str | None = None) -> None:
     if ndim is not None:
         ndims = (ndim,) if isinstance(ndim, int) else tuple(ndim)
         if len(shape) not in ndims:
             raise _value_error(name, f"an array with {' or '.join(map(str, ndims))} dimensions "
                                      f"({' or '.join(f'{d}-D' for d in ndims)})", value)
     if want is not None and not _shape_ok(tuple(shape), tuple(want)):
-        raise _value_error(name, f"an array of shape {_shape_text(want)}", value)
+        raise _value_error(name, f"an array of shape {_shape_text(want)}" + (f" to agree with {agree}" if agree else ""),
+                           value)
     if nonempty and math.prod(shape) == 0:
         raise _value_error(name, "non-empty", value)
 
 
 def array(value, name: str, *, ndim=None, shape=None, finite: bool = True, nonempty: bool = True,
-          dtype=np.float64, integer: bool = False) -> np.ndarray:
+          dtype=np.float64, integer: bool = False, agree: str | None = None) -> np.ndarray:
     """``value`` (anything numpy reads as a real numeric array, tensors included) as an array of
     ``dtype`` (float64 by default; ``integer=True`` also requires whole numbers and returns int64).
 
     ``ndim``: an int or a tuple of allowed numbers of dimensions; ``shape``: a tuple with ``None`` for
-    free axes; ``finite``: no NaN or inf; ``nonempty``: at least one element.
+    free axes; ``finite``: no NaN or inf; ``nonempty``: at least one element; ``agree``: the argument(s)
+    that ``shape`` comes from, named in the error (``Y must be an array of shape (5, n) to agree with X``).
     """
     if _is_tensor(value):
         value = value.detach().cpu().numpy()
@@ -249,7 +251,7 @@ def array(value, name: str, *, ndim=None, shape=None, finite: bool = True, nonem
     if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool) \
             or np.iscomplexobj(arr):
         raise _type_error(name, "a numeric array of real numbers", arr)
-    _check_shape(name, arr.shape, ndim, shape, nonempty, arr)
+    _check_shape(name, arr.shape, ndim, shape, nonempty, arr, agree)
     if finite and np.issubdtype(arr.dtype, np.floating) and not np.isfinite(arr).all():
         raise _value_error(name, "finite (no NaN or inf)", arr)
     if integer:
@@ -260,11 +262,12 @@ def array(value, name: str, *, ndim=None, shape=None, finite: bool = True, nonem
 
 
 def tensor(value, name: str, *, ndim=None, shape=None, finite: bool = True, nonempty: bool = True,
-           floating: bool | None = None, convert: bool = False):
+           floating: bool | None = None, convert: bool = False, agree: str | None = None):
     """``value`` checked as a torch tensor and returned unchanged (no copy, no dtype change).
 
     ``floating``: True requires a floating dtype, False an integer one, None either. With
-    ``convert`` a numpy array or nested list is first turned into a tensor (``torch.as_tensor``).
+    ``convert`` a numpy array or nested list is first turned into a tensor (``torch.as_tensor``); ``agree``
+    as in :func:`array`.
     The finiteness check is one vectorised pass, made once per call.
     """
     import torch
@@ -281,23 +284,26 @@ def tensor(value, name: str, *, ndim=None, shape=None, finite: bool = True, none
         raise _type_error(name, "a floating-point tensor", value)
     if floating is False and (value.is_floating_point() or value.is_complex() or value.dtype == torch.bool):
         raise _type_error(name, "an integer tensor", value)
-    _check_shape(name, tuple(value.shape), ndim, shape, nonempty, value)
+    _check_shape(name, tuple(value.shape), ndim, shape, nonempty, value, agree)
     if finite and value.is_floating_point() and not bool(torch.isfinite(value).all()):
         raise _value_error(name, "finite (no NaN or inf)", value)
     return value
 
 
-def labels(value, name: str, n_classes: int | None = None, *, n: int | None = None):
+def labels(value, name: str, n_classes: int | None = None, *, n: int | None = None, rows_of: str | None = None,
+           classes_of: str | None = None):
     """Class indices (an integer tensor or array, or a float one holding whole numbers) in
-    ``[0, n_classes)``; ``n``: the number of rows it must have. Returned unchanged."""
+    ``[0, n_classes)``; ``n``: the number of rows it must have, those of the argument ``rows_of``;
+    ``classes_of``: the argument whose shape gives ``n_classes`` (each named in the error when given).
+    Returned unchanged."""
     data = value.detach().cpu().numpy() if _is_tensor(value) else value
     arr = array(data, name, dtype=None, nonempty=False)
     if np.issubdtype(arr.dtype, np.floating) and not (arr == np.round(arr)).all():
         raise _value_error(name, "whole-number class indices", value)
     if n is not None and (arr.ndim == 0 or arr.shape[-1] != n):
-        raise _value_error(name, f"one label per row ({n} rows)", value)
+        raise _value_error(name, f"one label per row{' of ' + rows_of if rows_of else ''} ({n} rows)", value)
     if arr.size and (arr.min() < 0 or (n_classes is not None and arr.max() >= n_classes)):
-        hi = "" if n_classes is None else f" and < {n_classes} (the number of classes)"
+        hi = "" if n_classes is None else f" and < {n_classes} (the number of classes{', of ' + classes_of if classes_of else ''})"
         raise _value_error(name, f"class indices >= 0{hi}; it holds {arr.min()}..{arr.max()}, as", value)
     return value
 

@@ -224,7 +224,7 @@ def _train_args(**kw):
 @pytest.mark.parametrize("kw, message", [
     (dict(X=torch.zeros(10, 2)), r"^X must be an array with 3 dimensions \(3-D\), got tensor of shape \(10, 2\)"),
     (dict(X=torch.zeros(10, 2, 2, dtype=torch.int64)), r"^X must be a floating-point tensor, got tensor"),
-    (dict(y=torch.ones(10, 3)), r"^y must be an array of shape \(10, 2\), got tensor of shape \(10, 3\)"),
+    (dict(y=torch.ones(10, 3)), r"^y must be an array of shape \(10, 2\) to agree with X, got tensor of shape \(10, 3\)"),
     (dict(y=torch.ones(10, 2, dtype=torch.int64)), r"^y must be a floating-point tensor, got tensor"),
     (dict(y=torch.zeros(10, 2)), r"^y \(the labels\) must hold only \+1 and -1$"),
     (dict(width=0), r"^width must be an int >= 1, got 0$"),

@@ -604,7 +604,7 @@ def _bad_calls():
         (lambda: D.sample_angle_task(5, 4, q, 0, w), r"^rng must be a numpy Generator \(np\.random\.default_rng\(seed\)\), got 0$"),
         (lambda: D.signed_angle(np.ones((2,2,2)), w), r"^u must be an array with 1 or 2 dimensions \(1-D or 2-D\), got array of shape \(2, 2, 2\) and dtype float64$"),
         (lambda: D.signed_angle(w, np.ones((2,2,2))), r"^v must be an array with 1 or 2 dimensions \(1-D or 2-D\), got array of shape \(2, 2, 2\) and dtype float64$"),
-        (lambda: D.signed_angle(w, np.ones(3)), r"^vectors of different lengths: \(4,\) and \(3,\)$"),
+        (lambda: D.signed_angle(w, np.ones(3)), r"^u and v are vectors of different lengths: \(4,\) and \(3,\)$"),
         (lambda: D.signed_angle(w, np.zeros(4)), r"^angles are undefined for zero vectors$"),
         (lambda: D.unsigned_angle(np.zeros(4), w), r"^angles are undefined for zero vectors$"),
         (lambda: D.transfer_risk_exact(w, w, 0, q), r"^d must be an int >= 1, got 0$"),
@@ -628,7 +628,7 @@ def _bad_calls():
         (lambda: D.cor52_bound(1.0, 0), r"^n must be an int >= 1, got 0$"),
         (lambda: D.monotonicity_counts(np.ones((2,2)), np.ones(2)), r"^angle_before must be an array with 1 dimensions \(1-D\), got array of shape \(2, 2\) and dtype float64$"),
         (lambda: D.monotonicity_counts(np.ones(2), np.ones((2,2))), r"^angle_after must be an array with 1 dimensions \(1-D\), got array of shape \(2, 2\) and dtype float64$"),
-        (lambda: D.monotonicity_counts(np.ones(2), np.ones(3)), r"^angle arrays differ in shape: \(2,\) vs \(3,\)$"),
+        (lambda: D.monotonicity_counts(np.ones(2), np.ones(3)), r"^angle_before and angle_after differ in shape: \(2,\) vs \(3,\)$"),
         (lambda: D.monotonicity_counts(np.ones(2), np.ones(2), tie_tol=-1.0), r"^tie_tol must be a finite number >= 0, got -1\.0$"),
         (lambda: D.gd_linear(100 * X, y, 3, 1e308), r"^gradient descent diverged: lower lr \(see default_lr\)$"),
         (lambda: D.gd_linear(X, y, 5, np.inf), r"^lr must be positive and finite$"),
@@ -963,3 +963,9 @@ def test_X_of_the_wrong_layout_names_X_and_y(fn):
     y = np.full(5, 0.5)
     with pytest.raises(ValueError, match=r"^y must have shape \(3,\) \(one label per row of X, whose shape is \(3, 5\)"):
         fn(X.T, y)
+
+
+def test_vectors_that_must_agree_are_named():
+    w = np.array([1.0, 0.5, -0.5, 0.2])
+    with pytest.raises(ValueError, match=r"^w and w_teacher must agree in length \(both in R\^d\), got 4 and 3"):
+        D.transfer_risk_exact(w, w[:3], 4, D.poly_angle_quantile(1.0))

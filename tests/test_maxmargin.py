@@ -530,7 +530,7 @@ _MM_BAD = [
     (lambda: mm.max_margin("abc"), r"^X must be"),
     (lambda: mm.max_margin(np.ones(3)), r"^X must be an array with 2 dimensions"),
     (lambda: mm.G_value(np.ones(3), _X, _y), r"^W must be an array with 2 dimensions"),
-    (lambda: mm.pm_max_margin(_X, _y[:3]), r"^y must have shape \(4,\), got \(3,\)$"),
+    (lambda: mm.pm_max_margin(_X, _y[:3]), r"^y must have shape \(4,\) \(one label per row of X\), got \(3,\)$"),
     (lambda: mm.pm_max_margin(_X, [1.0, 2.0, -1.0, -1.0]), r"^y must contain only the labels \+1 and -1$"),
     (lambda: mm.pm_max_margin(_X, [1.0, float("nan"), -1.0, -1.0]), r"^y must contain only the labels \+1 and -1$"),
     (lambda: mm.pm_max_margin(_X, np.ones(4)), r"^y must contain both classes \(\+1 and -1\)$"),
@@ -1049,3 +1049,10 @@ def test_degenerate_directions_and_neurons():
             call()
     assert np.isfinite(mm.theorem_residuals(W, a, wp, wm)).all()
     assert mm.norm_split(np.array([[0.0, 0.0], [0.0, 2.0]]), np.array([1.0, -1.0])) == 0.0  # defined: 0 / 4
+
+
+def test_vectors_name_what_they_must_agree_with():
+    with pytest.raises(ValueError, match=r"^w_minus must be an array of shape \(3,\) to agree with w_plus"):
+        mm.gamma_star(np.ones(3), np.ones(2))
+    with pytest.raises(ValueError, match=r"^w_plus must be an array of shape \(2,\) to agree with the columns of X or W"):
+        mm.theorem_residuals(np.ones((3, 2)), np.array([1.0, -1.0, 1.0]), np.ones(3), np.ones(2))

@@ -254,9 +254,9 @@ _P_BAD = [
     (lambda: P.PrunableCNN(1, 8, seed=-1), r"^seed must be"),
     (lambda: _cnn()(torch.zeros(2, 2, 8, 8)), r"^x must be an array of shape \(n, 1, n, n\)"),
     (lambda: P.as_images(torch.zeros(5)), r"^X must be an array with 2 or 3 or 4 dimensions"),
-    (lambda: P.as_images(torch.zeros(2, 10)), r"^cannot read rows of 10 features as square images$"),
+    (lambda: P.as_images(torch.zeros(2, 10)), r"^X: cannot read rows of 10 features as square images$"),
     (lambda: P.as_images(torch.zeros(2, 64), image_size=0), r"^image_size must be"),
-    (lambda: P.as_images(torch.zeros(2, 64), image_size=7), r"^cannot read rows of 64 features as square images$"),
+    (lambda: P.as_images(torch.zeros(2, 64), image_size=7), r"^X: cannot read rows of 64 features as square images$"),
     (lambda: P.train_cnn("m", _img, _lab, 1), r"^model must be a torch.nn.Module"),
     (lambda: P.train_cnn(_cnn(), _img[0], _lab, 1), r"^X must be an array with 4 dimensions"),
     (lambda: P.train_cnn(_cnn(), _img, _lab.float(), 1), r"^y must be an integer tensor"),
@@ -967,3 +967,10 @@ def test_mask_and_linear_of_another_depth_name_both():
                 fn(m, lin)
     with pytest.raises(ValueError, match=r"^linear must be an array with 1 dimensions"):
         P.removal_candidates(mask, torch.zeros(2, 1, dtype=torch.bool))
+
+
+def test_cnn_forward_names_x_on_images_of_another_size():
+    cnn = P.PrunableCNN(1, 8, channels=4, classes=3, seed=0)
+    assert cnn(torch.zeros(2, 1, 8, 8)).shape == (2, 3) and cnn(torch.zeros(2, 1, 9, 15)).shape == (2, 3)  # 9 // 8 = 1
+    with pytest.raises(ValueError, match=r"^x must hold images of the model's size \(H // 8 = W // 8 = 1\)"):
+        cnn(torch.zeros(2, 1, 8, 7))

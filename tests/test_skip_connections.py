@@ -695,7 +695,7 @@ def test_plane_losses_defaults():
         SK.plane_losses(model, X, y, k=-1)
     with pytest.raises(ValueError, match=r"^X must have shape \(n, 5\)"):
         SK.plane_losses(model, X[:, :4], y)
-    with pytest.raises(ValueError, match=r"^y must be one label per row \(10 rows\)"):
+    with pytest.raises(ValueError, match=r"^y must be one label per row of X \(10 rows\)"):
         SK.plane_losses(model, X, y[:4])
 
 

@@ -411,3 +411,18 @@ def test_same_size_names_both_arguments():
     V.same_size(3, "X", 3, "y")
     with pytest.raises(V.ArgumentValueError, match=r"X and y must agree in rows, got 3 and 4"):
         V.same_size(3, "X", 4, "y", "rows")
+
+
+def test_shape_and_label_errors_name_the_argument_they_must_agree_with():
+    from lib import validate as V
+
+    with pytest.raises(V.ArgumentValueError, match=r"^Y must be an array of shape \(3, n\) to agree with F, got"):
+        V.array(np.ones((2, 1)), "Y", shape=(3, None), agree="F")
+    with pytest.raises(V.ArgumentValueError, match=r"^y must be an array of shape \(3,\) to agree with X, got"):
+        V.tensor(torch.ones(2), "y", shape=(3,), agree="X")
+    with pytest.raises(V.ArgumentValueError, match=r"^y must be one label per row of X \(3 rows\), got"):
+        V.labels(np.zeros(2, int), "y", 2, n=3, rows_of="X")
+    with pytest.raises(V.ArgumentValueError, match=r"< 2 \(the number of classes, of out\); it holds 0\.\.2"):
+        V.labels(np.arange(3), "y", 2, classes_of="out")
+    with pytest.raises(V.ArgumentValueError, match=r"^y must be one label per row \(3 rows\), got"):  # unchanged without
+        V.labels(np.zeros(2, int), "y", 2, n=3)
