@@ -956,8 +956,10 @@ MISMATCH = {
                                    "linear": {"another depth than mask": lambda v: torch_zeros_bool(3)}},
     "train.mse_per_model": {"out": {"an extra axis of 3": _t(lambda v: v[..., None].expand(*v.shape, 3))}},
     "train.logistic_per_model": {"out": {"an extra axis of 3": _t(lambda v: v[..., None].expand(*v.shape, 3))}},
-    "landscape.train_square": {"Y": {"a column short of the outputs": lambda v: np.asarray(v)[:, :-1]}},
-    "landscape.exact_fit": {"Y": {"a row short of F": lambda v: np.asarray(v)[:-1]}},
+    "landscape.train_square": {"Y": {"a column short of the outputs": lambda v: np.asarray(v)[:, :-1]},
+                               "X": {"not square images": lambda v: np.asarray(v)[:, :-1]}},
+    "landscape.exact_fit": {"Y": {"a row short of F": lambda v: np.asarray(v)[:-1]},
+                            "F": {"a row short of Y": lambda v: np.asarray(v)[:-1]}},
     "skip_connections.exact_readout": {"y": {"shape (n, 1)": _t(lambda v: v[:, None]), "one label short": _t(lambda v: v[:-1])}},
     "skip_connections.accuracy": {"y": {"shape (n, 1)": _t(lambda v: v[:, None]), "one label short": _t(lambda v: v[:-1])}},
     "maxmargin.two_layer_forward": {"X": {"a column short": _t(lambda v: v[..., :-1]), "float32": _t(lambda v: v.float()),
@@ -971,7 +973,8 @@ MISMATCH = {
     "maxmargin.log_loss": {"X": {"a column short": _t(lambda v: v[..., :-1])}},
     "maxmargin.neuron_alignment": {"w_plus": {"zero vector": np.zeros_like}, "w_minus": {"zero vector": np.zeros_like},
                                    "a": {"one entry short": lambda v: v[:-1]}},
-    "maxmargin.theorem_residuals": {"W": {"all zeros": np.zeros_like}, "a": {"all zeros": np.zeros_like},
+    "maxmargin.theorem_residuals": {"W": {"all zeros": np.zeros_like, "a column short of w_plus": lambda v: v[:, :-1]},
+                                    "a": {"all zeros": np.zeros_like},
                                     "w_plus": {"zero vector": np.zeros_like}, "w_minus": {"zero vector": np.zeros_like}},
     "maxmargin.norm_split": {"W": {"zero rows where a < 0": _zero_rows_of_negative_neurons}},
     "multiexit.multiexit_objective": {"distill": {"NaN weight": lambda v: torch_tensor([NAN]), "negative weight": lambda v: -1.0}},
@@ -992,9 +995,7 @@ MISMATCH = {
     "linear_regions.pattern_string": {"pattern": {"not bits": lambda v: [2, 0]}},
     "linear_regions.zero_sets_2d": {"layer": {"True": lambda v: True}},
     # (a generic probe, dropping one row or column of one array argument of every call, found these)
-    "landscape.exact_fit|F": None,
     "landscape.cross_entropy_loss": {"X": {"a row short of y": lambda v: np.asarray(v)[:-1]}},
-    "landscape.train_square|X": None,
     "skip_connections.readout_sweep": {"X": {"a row short of y": _t(lambda v: v[:-1])},
                                        "X_test": {"a row short of y_test": _t(lambda v: v[:-1])}},
     "distill.signed_angle": {"u": {"one entry short of v": lambda v: v[:-1]}},
@@ -1003,19 +1004,11 @@ MISMATCH = {
     "distill.monotonicity_counts": {"angle_before": {"one angle short": lambda v: v[:-1]}},
     "maxmargin.pm_max_margin": {"X": {"a row short of y": lambda v: v[:-1]}},
     "maxmargin.gamma_star": {"w_plus": {"one entry short of w_minus": lambda v: v[:-1]}},
-    "maxmargin.theorem_residuals|W": None,
     "boolean.relu_sign_pattern": {"w": {"a column short of b": lambda v: v[:, :-1]}},
     "train.cross_entropy_per_model": {"out": {"a class short of y": _t(lambda v: v[..., :-1])}},
     "teacher_student.alignment": {"w_teacher": {"one entry short of w_student": lambda v: v[:-1]}},
     "image_nets.plane_through": {"A": {"one pixel short": lambda v: v[:-1]}},
 }
-# entries that add an argument to one already listed above ("module.name|arg": the bad values)
-for _key, _bads in {"landscape.exact_fit|F": {"a row short of Y": lambda v: np.asarray(v)[:-1]},
-                    "landscape.train_square|X": {"not square images": lambda v: np.asarray(v)[:, :-1]},
-                    "maxmargin.theorem_residuals|W": {"a column short of w_plus": lambda v: v[:, :-1]}}.items():
-    _fn, _arg = _key.split("|")
-    MISMATCH.pop(_key)
-    MISMATCH[_fn][_arg] = _bads
 
 
 def torch_ones(*shape):
