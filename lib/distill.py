@@ -127,7 +127,8 @@ def _data_and_weight(X, w, wname: str = "w"):
         raise V.ArgumentValueError(f"{wname} has {w.shape[-1]} entries but the points of X have d={d} "
                                    "(X must be (n, d): rows are points)")
     if w.ndim == 2 and (X.ndim != 3 or w.shape[0] != X.shape[0]):
-        raise ValueError(f"a batch of weights {w.shape} needs X of shape (T, n, d) with the same T, got {X.shape}")
+        raise V.ArgumentValueError(f"{wname}: a batch of weights {w.shape} needs X of shape (T, n, d) with the same T, "
+                                   f"got {X.shape}")
     return X, w
 
 

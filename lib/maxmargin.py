@@ -664,7 +664,7 @@ class Table31CNN(torch.nn.Module):
 
     def __init__(self, image_size: int = 28, fc_scale: float = 0.05, seed: int = 0):
         super().__init__()
-        if not (isinstance(image_size, int) and image_size >= 4):
+        if not (V.is_int(image_size) and image_size >= 4):
             raise ValueError(f"image_size must be an int >= 4, got {image_size!r}")
         fc_scale, seed = V.positive(fc_scale, "fc_scale"), V.seed(seed)
         torch.manual_seed(int(seed))
@@ -716,8 +716,8 @@ def train_adam(model, X, y, epochs: int, batch_size: int = 128, lr: float = 1e-3
     where there is one) inside :func:`lib.scale.on_device`, which moves the model back afterwards.
     """
     V.instance(model, "model", torch.nn.Module, "a torch.nn.Module")
-    V.tensor(X, "X", convert=True)
-    V.tensor(y, "y", convert=True)
+    V.tensor(X, "X", convert=True, ndim=(2, 3, 4))  # points (n, d) or images (n, H, W) / (n, C, H, W)
+    V.tensor(y, "y", convert=True, ndim=1)
     epochs, batch_size = V.positive_int(epochs, "epochs"), V.positive_int(batch_size, "batch_size")
     lr, seed = V.positive(lr, "lr"), V.seed(seed)
     X, y = torch.as_tensor(X, dtype=torch.float32), torch.as_tensor(y, dtype=torch.float32)

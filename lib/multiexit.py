@@ -390,7 +390,7 @@ def digits_protocol(n_per_class: int, n_val_per_class: int, seed: int, pool_per_
     pool_per_class, seed = V.positive_int(pool_per_class, "pool_per_class"), V.seed(seed)
     n_per_class = V.positive_int(n_per_class, "n_per_class")
     n_val_per_class = V.positive_int(n_val_per_class, "n_val_per_class")
-    if not (isinstance(n_per_class, int) and isinstance(n_val_per_class, int)
+    if not (V.is_int(n_per_class) and V.is_int(n_val_per_class)
             and 1 <= n_val_per_class < n_per_class <= pool_per_class):
         raise ValueError("need ints 1 <= n_val_per_class < n_per_class <= pool_per_class, got "
                          f"{n_val_per_class}, {n_per_class}, {pool_per_class}")
@@ -594,10 +594,11 @@ def _check_probs(probs, y, topk):
                                    f"to {probs.max():.4g}")
     y = V.array(y, "y", dtype=None)
     if y.ndim != 1 or y.shape[0] != probs.shape[-2] or not np.issubdtype(y.dtype, np.integer):
-        raise ValueError(f"y must be an integer vector of length {probs.shape[-2]}, got {y.dtype} {y.shape}")
+        raise V.ArgumentValueError(f"y must be an integer vector of length {probs.shape[-2]} (the n of probs "
+                                   f"(..., M, n, K)), got {y.dtype} {y.shape}")
     if (y < 0).any() or (y >= probs.shape[-1]).any():
         raise ValueError(f"y: labels must be in 0..{probs.shape[-1] - 1}")
-    if not isinstance(topk, int) or not 1 <= topk <= probs.shape[-1]:
+    if not V.is_int(topk) or not 1 <= topk <= probs.shape[-1]:
         raise ValueError(f"topk must be an int in 1..{probs.shape[-1]}, got {topk!r}")
     return probs, y
 
@@ -650,7 +651,7 @@ def time_inference(model: MultiExitCNN, x, mode: str, k: int, n_runs: int = 200)
     V.instance(model, "model", MultiExitCNN)
     V.tensor(x, "x", floating=True, ndim=4)
     V.choice(mode, "mode", ("budget", "anytime"))
-    if not isinstance(n_runs, int) or n_runs < 2:
+    if not V.is_int(n_runs) or n_runs < 2:
         raise ValueError(f"n_runs must be an int >= 2, got {n_runs!r}")
     model.eval()
     times = []

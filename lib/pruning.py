@@ -52,7 +52,7 @@ def wide_pruning_cell(n: int, width: int, parents: int, epochs: int, finetune_ep
     ``finetune_epochs``) include a success, and how many succeed (the thesis' "p, r/C(w, p)").
     Returns ``solved_parents``, ``parents`` and ``per_parent`` (a list of (p, r, C(width, p))).
     """
-    if not isinstance(n, int) or not 1 <= n <= 12:
+    if not V.is_int(n) or not 1 <= n <= 12:
         raise ValueError(f"n must be an int in 1..12, got {n!r}")
     finetune_epochs = V.positive_int(finetune_epochs, "finetune_epochs")
     res = B.prune_and_finetune(B.parity_table(n), width, alpha, parents, epochs, lr=lr, seed=seed,
@@ -357,12 +357,12 @@ def deep_prune(n: int, width: int, depth: int, trainings: int, prunings: int, ep
     """
     from tqdm.auto import tqdm
 
-    if not isinstance(n, int) or not 1 <= n <= 12:
+    if not V.is_int(n) or not 1 <= n <= 12:
         raise ValueError(f"n must be an int in 1..12, got {n!r}")
     lr, seed = V.positive(lr, "lr"), V.seed(seed)
     for name, v in (("trainings", trainings), ("prunings", prunings), ("epochs", epochs),
                     ("finetune_epochs", finetune_epochs)):
-        if not isinstance(v, int) or v < 1:
+        if not V.is_int(v) or v < 1:
             raise ValueError(f"{name} must be a positive int, got {v!r}")
     device = as_device(device)
     X = torch.tensor(B.cube(n), dtype=torch.float32)
@@ -433,7 +433,7 @@ class PrunableCNN(torch.nn.Module):
         super().__init__()
         for name, v in (("in_channels", in_channels), ("image_size", image_size), ("channels", channels),
                         ("classes", classes)):
-            if not isinstance(v, int) or v < 1:
+            if not V.is_int(v) or v < 1:
                 raise ValueError(f"{name} must be a positive int, got {v!r}")
         if image_size < 8:
             raise ValueError(f"image_size must be >= 8 (three 2x2 pools), got {image_size}")

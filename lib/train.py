@@ -80,7 +80,8 @@ def _check_outputs(out, y, labels: bool = False):
             raise V.ArgumentValueError(f"out must be logits of shape (n_models, n, K >= 2), got {V.describe(out)}")
         V.tensor(y, "y", floating=False)
         if tuple(y.shape) not in ((out.shape[1],), tuple(out.shape[:2])):
-            raise V.ArgumentValueError(f"y must have shape ({out.shape[1]},) or {tuple(out.shape[:2])}, "
+            raise V.ArgumentValueError(f"y must have shape ({out.shape[1]},) or {tuple(out.shape[:2])} (from out "
+                                       f"(n_models, n, K)), "
                                        f"got {V.describe(y)}")
         V.labels(y, "y", out.shape[2], classes_of="out")
     else:

@@ -31,7 +31,7 @@ __all__ = [
     "ArgumentTypeError", "ArgumentValueError", "TrainingDivergedError", "describe", "integer",
     "positive_int", "nonnegative_int", "seed", "real", "positive", "nonnegative", "fraction",
     "slope", "choice", "boolean", "array", "tensor", "labels", "callable_", "sequence",
-    "finite_loss", "instance", "config", "each", "items", "one_of", "of_type", "same_size",
+    "finite_loss", "instance", "is_int", "config", "each", "items", "one_of", "of_type", "same_size",
 ]
 
 
@@ -92,6 +92,12 @@ def integer(value, name: str, *, min: int | None = None, max: int | None = None)
         parts = ([] if min is None else [f">= {min}"]) + ([] if max is None else [f"<= {max}"])
         raise _value_error(name, "an int " + " and ".join(parts), value)
     return value
+
+
+def is_int(value) -> bool:
+    """Whether ``value`` is a Python ``int`` and not a ``bool`` (``True`` is an ``int`` to Python, never a
+    size or a count to this book)."""
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def positive_int(value, name: str, *, max: int | None = None) -> int:

@@ -159,8 +159,8 @@ def _none_item(v):
 ARRAY_BAD = {"empty": _empty, "wrong ndim": _wrong_ndim, "NaN inside": _nan_inside,
              "inf inside": _inf_inside, "string": lambda v: "abc", "None": lambda v: None}
 BAD = {
-    "count": {"0": 0, "-1": -1, "2.5": 2.5, "str '3'": "3", "None": None},
-    "nonneg_int": {"-1": -1, "2.5": 2.5, "str '3'": "3", "None": None},
+    "count": {"0": 0, "-1": -1, "2.5": 2.5, "str '3'": "3", "None": None, "bool True": True},
+    "nonneg_int": {"-1": -1, "2.5": 2.5, "str '3'": "3", "None": None, "bool True": True},
     "axis": {"out of range": 7, "2.5": 2.5, "str '3'": "3", "None": None},
     "seed": {"-1": -1, "2.5": 2.5, "str 'x'": "x"},
     "rate": {"0": 0.0, "-1": -1.0, "NaN": NAN, "inf": INF, "str '0.1'": "0.1", "None": None},

@@ -504,7 +504,7 @@ def _bad_calls():
         (lambda: D.span_projection(X, np.ones(5)), r"^w has 5 entries but the points of X have d=4 \(X must be \(n, d\): rows are points\)$"),
         (lambda: D.span_projection(np.zeros((3, 4)), w), r"^X is all zeros: its span is \{0\}$"),
         (lambda: D.span_projection(Xb, np.ones(5)), r"^w has 5 entries but the points of X have d=4 \(X must be \(n, d\): rows are points\)$"),
-        (lambda: D.span_projection(Xb, np.ones((3, 4))), r"^a batch of weights \(3, 4\) needs X of shape \(T, n, d\) with the same T, got \(2, 6, 4\)$"),
+        (lambda: D.span_projection(Xb, np.ones((3, 4))), r"^w: a batch of weights \(3, 4\) needs X of shape \(T, n, d\) with the same T, got \(2, 6, 4\)$"),
         (lambda: D.span_projection(Xb, np.ones((2,2,4))), r"^w must be an array with 1 or 2 dimensions \(1-D or 2-D\), got array of shape \(2, 2, 4\) and dtype float64$"),
         (lambda: D.soft_labels(np.ones(4), w), r"^X must be an array with 2 or 3 dimensions \(2-D or 3-D\), got array of shape \(4,\) and dtype float64$"),
         (lambda: D.soft_labels(X, np.ones((2,2,4))), r"^w_teacher must be an array with 1 or 2 dimensions \(1-D or 2-D\), got array of shape \(2, 2, 4\) and dtype float64$"),

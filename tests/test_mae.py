@@ -1390,3 +1390,8 @@ def test_sentence_grammar_checks_its_templates_and_slots(change, match):
         mae.SentenceGrammar(**change)
     small = mae.SentenceGrammar(templates=("the {noun} .",), slots=(("noun", ("movie", "film")),))
     assert small.build()[0] == ["the movie .", "the film ."]
+
+
+def test_sizes_and_counts_refuse_bools():
+    with pytest.raises(ValueError, match="hidden"):
+        mae.NormalMAE([0], hidden=True)

@@ -614,8 +614,8 @@ _ME_BAD = [
     (lambda: me.digits_protocol(10, 5, seed=-1), r"^seed must be"),
     (lambda: me.digits_protocol(10, 5, seed=0, pool_per_class=0), r"^pool_per_class must be"),
     (lambda: me.per_exit_accuracy(np.zeros((2, 3)), np.zeros(3, dtype=int)), r"^probs must have at least 3 dimension\(s\), got shape \(2, 3\)$"),
-    (lambda: me.per_exit_accuracy(np.zeros((1, 2, 3)), np.zeros(3, dtype=int)), r"^y must be an integer vector of length 2, got int64 \(3,\)$"),
-    (lambda: me.per_exit_accuracy(np.zeros((1, 2, 3)), np.zeros(2)), r"^y must be an integer vector of length 2, got float64 \(2,\)$"),
+    (lambda: me.per_exit_accuracy(np.zeros((1, 2, 3)), np.zeros(3, dtype=int)), r"^y must be an integer vector of length 2 \(the n of probs \(\.\.\., M, n, K\)\), got int64 \(3,\)$"),
+    (lambda: me.per_exit_accuracy(np.zeros((1, 2, 3)), np.zeros(2)), r"^y must be an integer vector of length 2 \(the n of probs \(\.\.\., M, n, K\)\), got float64 \(2,\)$"),
     (lambda: me.per_exit_accuracy(np.zeros((1, 2, 3)), np.zeros((1, 2), dtype=int)), r"^y must be an integer vector of length 2"),
     (lambda: me.per_exit_accuracy(np.zeros((1, 2, 3)), np.array([0, 3])), r"^y: labels must be in 0\.\.2$"),
     (lambda: me.per_exit_accuracy(np.zeros((1, 2, 3)), np.array([0, -1])), r"^y: labels must be in 0\.\.2$"),
@@ -925,3 +925,11 @@ def test_objective_refuses_nan_or_negative_distillation_weights():
     for bad in (torch.tensor([float("nan"), 1.0]), torch.tensor([1.0, float("inf")]), -1.0):
         with pytest.raises(ValueError, match=r"^distill must be finite and >= 0"):
             me.multiexit_objective(z, y, bad)
+
+
+def test_topk_refuses_a_bool():
+    probs = np.full((1, 2, 6, 3), 1 / 3)
+    assert me.per_exit_accuracy(probs, np.arange(6) % 3, 1).shape == (1, 2)
+    for fn in (me.per_exit_accuracy, me.anytime_mode_accuracy):
+        with pytest.raises(ValueError, match="topk"):
+            fn(probs, np.arange(6) % 3, True)

@@ -284,7 +284,7 @@ def test_optimizer_settings_reach_torch():
      r"^out must be logits"),
     (lambda: train.cross_entropy_per_model(torch.zeros(1, 3, 2), torch.zeros(3)), r"^y "),
     (lambda: train.cross_entropy_per_model(torch.zeros(2, 3, 2), torch.zeros(2, 2, dtype=torch.long)),
-     r"^y must have shape \(3,\) or \(2, 3\), got tensor"),
+     r"^y must have shape \(3,\) or \(2, 3\) \(from out \(n_models, n, K\)\), got tensor"),
     (lambda: train.cross_entropy_per_model(torch.zeros(1, 3, 2), torch.full((3,), 2)), r"^y "),
 ])
 def test_error_messages_name_the_argument(call, match):

@@ -426,3 +426,10 @@ def test_shape_and_label_errors_name_the_argument_they_must_agree_with():
         V.labels(np.arange(3), "y", 2, classes_of="out")
     with pytest.raises(V.ArgumentValueError, match=r"^y must be one label per row \(3 rows\), got"):  # unchanged without
         V.labels(np.zeros(2, int), "y", 2, n=3)
+
+
+def test_is_int_refuses_bools():
+    from lib import validate as V
+
+    assert V.is_int(3) and V.is_int(0) and V.is_int(-2)
+    assert not any(V.is_int(v) for v in (True, False, 2.0, "3", None, np.int64(3)))  # (numpy ints: as isinstance)
