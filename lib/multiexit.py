@@ -574,6 +574,9 @@ def exit_probs(model: MultiExitCNN, X) -> np.ndarray:
     V.tensor(X, "X", floating=True)
     if X.ndim not in (4, 5):
         raise V.ArgumentValueError(f"X must have shape (n, C, H, W) or (n_models, n, C, H, W), got {tuple(X.shape)}")
+    if X.ndim == 5 and X.shape[0] != model.n_models:
+        raise V.ArgumentValueError(f"X of shape (n_models, n, C, H, W) must hold one batch per model of model "
+                                   f"({model.n_models}), got {tuple(X.shape)}")
     model.eval()
     X = X.to(next(model.parameters()).device)
     return np.stack([F.softmax(z, -1).cpu().numpy() for z in model(X)], axis=1)

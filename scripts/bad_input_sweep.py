@@ -979,6 +979,7 @@ MISMATCH = {
     "maxmargin.norm_split": {"W": {"zero rows where a < 0": _zero_rows_of_negative_neurons}},
     "multiexit.multiexit_objective": {"distill": {"NaN weight": lambda v: torch_tensor([NAN]), "negative weight": lambda v: -1.0}},
     "multiexit.TemperatureAnnealer": {"active": {"two flags for one model": lambda v: [True, True], "not a flag": lambda v: [2]}},
+    "multiexit.exit_probs": {"X": {"batches for 2 models (model has 1)": _t(lambda v: torch_stack([v, v]))}},
     "multiexit.per_exit_accuracy": {"probs": {"negative probabilities": lambda v: np.asarray(v) - 1.0}},
     "multiexit.anytime_mode_accuracy": {"probs": {"negative probabilities": lambda v: np.asarray(v) - 1.0}},
     "multiexit.MultiExitConfig": {"strides": {"one stride per block short": lambda v: v[:-1]},
@@ -1019,6 +1020,11 @@ def torch_ones(*shape):
 def torch_zeros_bool(n):
     import torch
     return torch.zeros(n, dtype=torch.bool)
+
+
+def torch_stack(tensors):
+    import torch
+    return torch.stack(tensors)
 
 
 def torch_tensor(values):

@@ -933,3 +933,11 @@ def test_topk_refuses_a_bool():
     for fn in (me.per_exit_accuracy, me.anytime_mode_accuracy):
         with pytest.raises(ValueError, match="topk"):
             fn(probs, np.arange(6) % 3, True)
+
+
+def test_exit_probs_names_X_with_batches_for_another_number_of_models():
+    model = me.MultiExitCNN(widths=(4, 4), strides=(1, 2), n_classes=3, seeds=(0,))
+    X = torch.zeros(5, 1, 8, 8)
+    assert me.exit_probs(model, X).shape == (1, 2, 5, 3) and me.exit_probs(model, X[None]).shape == (1, 2, 5, 3)
+    with pytest.raises(ValueError, match=r"^X of shape \(n_models, n, C, H, W\) must hold one batch per model of model \(1\)"):
+        me.exit_probs(model, torch.stack([X, X]))
