@@ -76,6 +76,8 @@ class LeakEnsemble(BatchedMLP):
         if X.shape[1] != self.n_models or X.shape[2] != self.widths[0]:
             raise ValueError(f"X must have shape (n, {self.n_models} nets, {self.widths[0]} inputs), "
                              f"got {tuple(X.shape)}")
+        if X.dtype != self.weights[0].dtype:
+            raise V.ArgumentTypeError(f"X must have the nets' dtype ({self.weights[0].dtype}), got {V.describe(X)}")
         h = X.transpose(0, 1)
         for l, (W, b) in enumerate(zip(self.weights, self.biases)):
             h = torch.baddbmm(b.unsqueeze(1), h, W.transpose(1, 2))
@@ -88,19 +90,20 @@ def train_ball_vs_shell(X: torch.Tensor, y: torch.Tensor, slopes, bce, *, epochs
                         lr: float, seed: int, net_seeds, width: int | None = None) -> LeakEnsemble:
     """Train one one-hidden-layer net per data set with Adam and return the trained :class:`LeakEnsemble`.
 
-    ``X``: (n, nets, d) float tensor (already scaled), ``y``: (n, nets) labels +-1; ``slopes``: one leak
+    ``X``: (n, nets, d) float32 tensor (already scaled; the nets are float32, and their forward refuses another dtype), ``y``: (n, nets) labels +-1; ``slopes``: one leak
     per net; ``bce``: one bool per net, True for binary cross-entropy on the logit (softplus(-y f)),
     False for the squared error (f - y)^2 (§4.2.1's two losses); ``width``: hidden width, default d + 1
     (the minimal width of §4.1). Every net's loss is its own batch mean; their sum is minimised, so the
     nets do not interact. ``seed`` orders the minibatches, ``net_seeds[m]`` initialises net m.
     Chapter 07 trains Tables 4.2-4.3 and, in its higher-dimensions section, Fig. 4.8 with it."""
     V.tensor(X, "X", ndim=3, floating=True)
-    V.tensor(y, "y", shape=tuple(X.shape[:2]), floating=True)
+    V.tensor(y, "y", shape=tuple(X.shape[:2]), floating=True, agree="X")
     if not bool(((y == 1) | (y == -1)).all()):
         raise ValueError("y (the labels) must hold only +1 and -1")
     d = X.shape[2]
     width = d + 1 if width is None else V.positive_int(width, "width")
-    bce = V.array(bce, "bce (one bool per net: BCE or MSE)", ndim=1, shape=(X.shape[1],), dtype=None)
+    bce = V.array(bce, "bce (one bool per net: BCE or MSE)", ndim=1, shape=(X.shape[1],), dtype=None,
+                  agree="X's nets")
     if bce.dtype != bool:
         raise ValueError(f"bce (one bool per net: BCE or MSE) must be an array of bools, got dtype {bce.dtype}")
     device = as_device(None)  # REPRO_DEVICE (CUDA at paper scale where there is one): the loss's mask lives there
@@ -121,8 +124,9 @@ def train_ball_vs_shell(X: torch.Tensor, y: torch.Tensor, slopes, bce, *, epochs
 @torch.no_grad()
 def sign_accuracy(model: LeakEnsemble, X: torch.Tensor, y: torch.Tensor) -> np.ndarray:
     """Per net, the share of the points of its data set (``X`` (n, nets, d), ``y`` (n, nets) of +-1)
-    on which sign(f(x)) equals the label: an array (nets,). f(x) = 0 counts as wrong."""
+    on which sign(f(x)) equals the label: an array (nets,). f(x) = 0 counts as wrong. ``X`` has the model's
+    dtype (float32 for the nets of :func:`train_ball_vs_shell`)."""
     V.instance(model, "model", LeakEnsemble)
     V.tensor(X, "X", ndim=3, floating=True)
-    V.tensor(y, "y", shape=tuple(X.shape[:2]), floating=True)
+    V.tensor(y, "y", shape=tuple(X.shape[:2]), floating=True, agree="X")
     return (torch.sign(model(X)) == y.T).double().mean(1).numpy()

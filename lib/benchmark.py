@@ -27,6 +27,7 @@ from typing import Callable
 import numpy as np
 import torch
 
+from lib import validate as V
 from lib.data import synthetic_2d
 from lib.nets import BatchedMLP
 from lib.train import logistic_per_model, make_optimizer, train_full_batch
@@ -87,6 +88,12 @@ class SpeedTarget:
     setup: Callable[[], Callable[[], object]]
     target_s: float
     repeats: int | None = None  # timed calls (default: the run's ``repeats``); more for a thin margin
+
+    def __post_init__(self):
+        V.config(self, {"name": V.of_type(str), "chapter": V.of_type(str), "setup": V.callable_,
+                        "target_s": V.positive})
+        if self.repeats is not None:
+            V.positive_int(self.repeats, "SpeedTarget.repeats")
 
 
 def _max_margin_500x20():

@@ -713,7 +713,7 @@ class StackedMLP:
         alpha = _check_alpha(alpha)
         V.choice(init, "init", INITS)
         widths = V.sequence(widths, "widths")
-        if len(widths) < 2 or any(not isinstance(w, int) or w < 1 for w in widths) or widths[-1] != 1:
+        if len(widths) < 2 or any(not V.is_int(w) or w < 1 for w in widths) or widths[-1] != 1:
             raise ValueError(f"widths must be >= 2 positive ints ending in 1, got {widths}")
         n_nets = V.positive_int(n_nets, "n_nets")
         seed = V.seed(seed)
@@ -873,11 +873,11 @@ def train_boolean_nets(tables, width: int, depth: int, alpha: float, trials: int
     t, n = check_tables(tables, max_n=12)
     lr, seed = V.positive(lr, "lr"), V.seed(seed)
     T2 = np.atleast_2d(t)
-    if not isinstance(compact_every, int) or compact_every < 1:
+    if not V.is_int(compact_every) or compact_every < 1:
         raise ValueError(f"compact_every must be a positive int, got {compact_every!r}")
-    if not isinstance(trials, int) or trials < 1 or not isinstance(epochs, int) or epochs < 1:
+    if not V.is_int(trials) or trials < 1 or not V.is_int(epochs) or epochs < 1:
         raise ValueError(f"trials and epochs must be positive ints, got {trials!r}, {epochs!r}")
-    if not isinstance(width, int) or not isinstance(depth, int) or width < 1 or depth < 1:
+    if not V.is_int(width) or not V.is_int(depth) or width < 1 or depth < 1:
         raise ValueError(f"width and depth must be positive ints, got {width!r}, {depth!r}")
     device = as_device(device)
     F = len(T2)
@@ -938,12 +938,12 @@ def prune_and_finetune(table, width: int, alpha: float, parents: int, epochs: in
     if t.ndim != 1:
         raise ValueError("prune_and_finetune takes one truth table")
     lr, seed = V.positive(lr, "lr"), V.seed(seed)
-    if not isinstance(width, int) or not isinstance(max_width, int) or not 1 <= max_width <= width:
+    if not V.is_int(width) or not V.is_int(max_width) or not 1 <= max_width <= width:
         raise ValueError(f"need ints 1 <= max_width <= width, got {max_width!r}, {width!r}")
-    if not isinstance(parents, int) or parents < 1 or not isinstance(epochs, int) or epochs < 1:
+    if not V.is_int(parents) or parents < 1 or not V.is_int(epochs) or epochs < 1:
         raise ValueError(f"parents and epochs must be positive ints, got {parents!r}, {epochs!r}")
     finetune_epochs = epochs if finetune_epochs is None else finetune_epochs
-    if not isinstance(finetune_epochs, int) or finetune_epochs < 1:
+    if not V.is_int(finetune_epochs) or finetune_epochs < 1:
         raise ValueError(f"finetune_epochs must be a positive int, got {finetune_epochs!r}")
     device = as_device(device)
     X = torch.tensor(cube(n), dtype=torch.float32, device=device)
@@ -984,7 +984,7 @@ def xor1d_local_optima(n_nets: int, steps: int = 500, lr: float = 0.1, seed: int
     He-normal weights, zero biases. Returns (final losses (n_nets,), parameters dict of arrays).
     Runs on the CPU at every scale: the thesis' 1,000 two-unit nets take about a second there.
     """
-    if not isinstance(n_nets, int) or n_nets < 1 or not isinstance(steps, int) or steps < 1:
+    if not V.is_int(n_nets) or n_nets < 1 or not V.is_int(steps) or steps < 1:
         raise ValueError(f"n_nets and steps must be positive ints, got {n_nets!r}, {steps!r}")
     lr, seed = V.positive(lr, "lr"), V.seed(seed)
     gen = torch.Generator().manual_seed(int(seed))
@@ -1014,7 +1014,7 @@ def xor1d_local_optima(n_nets: int, steps: int = 500, lr: float = 0.1, seed: int
 def relu_sign_pattern(w: np.ndarray, b: np.ndarray) -> np.ndarray:
     """Region of Table 3.2: signs (>= 0) of b_i, b_i + w_i, b_i - w_i for both units, as 6-char strings."""
     w = V.array(w, "w", shape=(2, None))
-    b = V.array(b, "b", shape=w.shape)
+    b = V.array(b, "b", shape=w.shape, agree="w")
     if w.shape != b.shape or w.ndim != 2 or w.shape[0] != 2:
         raise ValueError(f"w and b must both have shape (2, n_nets), got {w.shape} and {b.shape}")
     cols = [b[0], b[0] + w[0], b[0] - w[0], b[1], b[1] + w[1], b[1] - w[1]]

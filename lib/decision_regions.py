@@ -422,7 +422,7 @@ def train_nets(X, y, hidden, seeds, alpha: float = 0.1, epochs: int = 300, lr: f
     are zero-padded, and their padding units get no gradient. Returns ``(nets, errors)``: the trained nets
     as float64 numpy ``(W, b)`` lists of their own widths, and each model's count of misclassified rows."""
     X = V.array(X, "X", ndim=3)
-    y = V.array(y, "y", shape=(X.shape[0], X.shape[1]), integer=True)
+    y = V.array(y, "y", shape=(X.shape[0], X.shape[1]), integer=True, agree="X")
     M, n, d = X.shape
     K = int(y.max()) + 1
     if y.min() < 0 or K < 2 or np.unique(y).size != K:

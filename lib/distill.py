@@ -13,7 +13,7 @@ weights of shape ``(T, d)``. Everything is float64 numpy.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Callable
 
 import numpy as np
@@ -93,6 +93,17 @@ class DistillConfig:
     dim_kappa: float = 1.0
     dim_sets: int = 200
 
+    def __post_init__(self):
+        # every int field is a size or a count (>= 1), every float field a rate or scale (> 0)
+        rules = {f.name: (V.positive_int if f.type in ("int", int) else V.positive)
+                 for f in fields(self) if f.type in ("int", int, "float", float)}
+        counts, rates = V.each(V.positive_int, min_len=1), V.each(V.positive, min_len=1)
+        rules.update(tie_tol=V.nonnegative, bias_source=V.one_of("digits", "mnist"), deep_depths=counts,
+                     deep_r0=rates, rn_kappas=rates, rn_ns=counts, margin_betas_deg=rates, margin_ns=counts,
+                     geo_kappas=rates, bias_deltas=V.each(V.nonnegative, min_len=1), mono_deltas=rates,
+                     dim_ds=counts)
+        V.config(self, rules)
+
 
 CONFIGS = ChapterScales(
     "distillation",
@@ -113,17 +124,19 @@ def _data_and_weight(X, w, wname: str = "w"):
     w = V.array(w, wname, ndim=(1, 2))
     d = X.shape[-1]
     if w.shape[-1] != d:
-        raise ValueError(f"{wname} has {w.shape[-1]} entries but the points of X have d={d} "
-                         "(X must be (n, d): rows are points)")
+        raise V.ArgumentValueError(f"{wname} has {w.shape[-1]} entries but the points of X have d={d} "
+                                   "(X must be (n, d): rows are points)")
     if w.ndim == 2 and (X.ndim != 3 or w.shape[0] != X.shape[0]):
-        raise ValueError(f"a batch of weights {w.shape} needs X of shape (T, n, d) with the same T, got {X.shape}")
+        raise V.ArgumentValueError(f"{wname}: a batch of weights {w.shape} needs X of shape (T, n, d) with the same T, "
+                                   f"got {X.shape}")
     return X, w
 
 
 def _labels(y, X) -> np.ndarray:
     y = V.array(y, "y", ndim=(1, 2))
     if y.shape != X.shape[:-1]:
-        raise ValueError(f"y must have shape {X.shape[:-1]} (one label per row of X), got {y.shape}")
+        raise V.ArgumentValueError(f"y must have shape {X.shape[:-1]} (one label per row of X, whose shape is "
+                                   f"{X.shape}: X is (n, d) or (T, n, d), rows are points), got {y.shape}")
     if np.any(y < 0) or np.any(y > 1):
         raise ValueError("labels y must lie in [0, 1]")
     return y
@@ -585,7 +598,7 @@ def _cos_sin(u, v):
     u = V.array(u, "u", ndim=(1, 2))
     v = V.array(v, "v", ndim=(1, 2))
     if u.shape[-1] != v.shape[-1]:
-        raise ValueError(f"vectors of different lengths: {u.shape} and {v.shape}")
+        raise V.ArgumentValueError(f"u and v are vectors of different lengths: {u.shape} and {v.shape}")
     nu, nv = np.linalg.norm(u, axis=-1), np.linalg.norm(v, axis=-1)
     if np.any(nu == 0) or np.any(nv == 0):
         raise ValueError("angles are undefined for zero vectors")
@@ -621,6 +634,7 @@ def transfer_risk_exact(w, w_teacher, d: int, quantile, ngrid: int = 4000) -> np
     V.callable_(quantile, "quantile")
     V.array(w, "w", ndim=(1, 2))
     V.array(w_teacher, "w_teacher", ndim=1)
+    V.same_size(np.shape(w)[-1], "w", np.shape(w_teacher)[-1], "w_teacher", "length (both in R^d)")
     if d < 2:
         raise ValueError("angle tasks need d >= 2")
     phi = np.atleast_1d(signed_angle(w, w_teacher))
@@ -742,7 +756,7 @@ def monotonicity_counts(angle_before, angle_after, tie_tol: float = 1e-7) -> dic
     before = V.array(angle_before, "angle_before", ndim=(1,))
     after = V.array(angle_after, "angle_after", ndim=(1,))
     if before.shape != after.shape:
-        raise ValueError(f"angle arrays differ in shape: {before.shape} vs {after.shape}")
+        raise V.ArgumentValueError(f"angle_before and angle_after differ in shape: {before.shape} vs {after.shape}")
     tie_tol = V.nonnegative(tie_tol, "tie_tol")
     diff = after - before
     return {"p_dec": float(np.mean(diff < -tie_tol)), "p_tie": float(np.mean(np.abs(diff) <= tie_tol)),

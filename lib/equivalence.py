@@ -212,6 +212,9 @@ def equivalent(params_a, params_b, atol: float = 1e-6) -> bool:
     The canonical forms matching (``align``'s error <= ``atol``) already implies positive scales for any
     small ``atol``: canonical rows have unit norm, so a flipped unit leaves an error of about 2. The
     sign test below decides only for a large ``atol`` (or an all-zero unit, whose scale ``align`` sets to 1).
+    Networks of different architectures (another input width included) are not equivalent: the answer is
+    ``False``, not an error (chapter 01 compares a recovered network with the black box this way; pinned by
+    a test). Each network is still checked on its own (``params_a``, ``params_b`` named).
     """
     atol = V.nonnegative(atol, "atol")
     a, b = _check_params(params_a, "params_a"), _check_params(params_b, "params_b")
@@ -571,7 +574,8 @@ def check_general(params, domain=(-1, 1), max_products: int = 1 << 14) -> dict:
       of each other; margin = min distance between the unit pieces, up to sign (0 for a zero piece).
     * ``cond1`` (A.12, 2-input nets only): no local optimum of a pre-activation ``h_i^{1:l}`` has value
       0; margin = min ``|h_i^{1:l}|`` over its local optima at region vertices and on flat regions.
-    Each condition holds if its margin exceeds 1e-9.
+    Each condition holds if its margin exceeds 1e-9. For a network without exactly 2 inputs condition 1
+    is not computed: ``cond1`` is ``None`` and ``margin1`` NaN (defined so, pinned by a test).
     """
     params = _check_params(params)
     max_products = V.positive_int(max_products, "max_products")

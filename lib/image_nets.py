@@ -118,7 +118,7 @@ def _check_split(split):
             raise V.ArgumentTypeError(f"split must be a lib.data.DataSplit (with X_train, y_train, X_test, "
                                       f"y_test), got {V.describe(split)}")
     V.tensor(split.X_train, "split.X_train", ndim=2, shape=(None, N_PIXELS), floating=True)
-    V.labels(split.y_train, "split.y_train", N_CLASSES, n=split.X_train.shape[0])
+    V.labels(split.y_train, "split.y_train", N_CLASSES, n=split.X_train.shape[0], rows_of="split.X_train")
     return split
 
 
@@ -244,7 +244,7 @@ def accuracy(net: nn.Module, X, y) -> float:
     """The fraction of rows of ``X`` (``(N, 64)``) whose arg-max logit is the label ``y``."""
     net = _check_net(net)
     X = torch.as_tensor(V.array(X, "X", ndim=2, shape=(None, N_PIXELS)), dtype=torch.float32)
-    V.labels(y, "y", N_CLASSES, n=X.shape[0])
+    V.labels(y, "y", N_CLASSES, n=X.shape[0], rows_of="X")
     y = V.array(y, "y", ndim=1, integer=True)
     with torch.no_grad():
         pred = net.eval()(X).argmax(1).numpy()
@@ -317,8 +317,8 @@ def plane_through(A, B, C) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     minus its projection on ``u1`` (Gram-Schmidt). ``B`` lies on the x-axis. The three points must not
     be collinear."""
     A = V.array(A, "A", ndim=1)
-    B = V.array(B, "B", shape=A.shape)
-    C = V.array(C, "C", shape=A.shape)
+    B = V.array(B, "B", shape=A.shape, agree="A")
+    C = V.array(C, "C", shape=A.shape, agree="A")
     u1 = B - A
     n1 = float(u1 @ u1)
     if n1 == 0.0:
@@ -333,8 +333,8 @@ def plane_through(A, B, C) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def plane_points(origin, e1, e2, coords) -> np.ndarray:
     """The points ``origin + s e1 + t e2`` for the rows ``(s, t)`` of ``coords`` ``(M, 2)``."""
     origin = V.array(origin, "origin", ndim=1)
-    e1 = V.array(e1, "e1", shape=origin.shape)
-    e2 = V.array(e2, "e2", shape=origin.shape)
+    e1 = V.array(e1, "e1", shape=origin.shape, agree="origin")
+    e2 = V.array(e2, "e2", shape=origin.shape, agree="origin")
     coords = V.array(coords, "coords", ndim=2, shape=(None, 2))
     return origin[None, :] + coords[:, :1] * e1[None, :] + coords[:, 1:] * e2[None, :]
 

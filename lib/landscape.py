@@ -145,11 +145,14 @@ def relu_layer_draws(X, width: int, n_draws: int, seed: int = 0) -> tuple[np.nda
 
 def exact_fit(F, Y) -> tuple[np.ndarray, float]:
     """Least-squares read-out ``lam = argmin ||F lam - Y||_F`` (minimum norm, LAPACK gelsd) and the
-    relative residual ``||F lam - Y||_F / ||Y||_F`` (Cor. 2.4.6: 0 when ``rank F = N``)."""
+    relative residual ``||F lam - Y||_F / ||Y||_F`` (Cor. 2.4.6: 0 when ``rank F = N``).
+
+    ``Y = 0`` is fitted exactly by ``lam = 0``: its relative residual is defined as 0 (not 0/0)."""
     F = V.array(F, "F", ndim=2)
-    Y = V.array(Y, "Y", ndim=2, shape=(F.shape[0], None))
+    Y = V.array(Y, "Y", ndim=2, shape=(F.shape[0], None), agree="F")
     lam = np.linalg.lstsq(F, Y, rcond=None)[0]
-    return lam, float(np.linalg.norm(F @ lam - Y) / np.linalg.norm(Y))
+    norm = np.linalg.norm(Y)
+    return lam, float(np.linalg.norm(F @ lam - Y) / norm) if norm > 0 else 0.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -209,7 +212,7 @@ def triangular_features(X, a, scale: float, beta: float = 1.0, activation: str =
     diagonal is ``s(beta)``, so ``det A -> s(beta)^N`` (2.13). Returns ``(A, order)``, ``order`` the
     sample order used (its rows and columns)."""
     X = V.array(X, "X", ndim=2)
-    a = V.array(a, "a", shape=(X.shape[1],))
+    a = V.array(a, "a", shape=(X.shape[1],), agree="X")
     scale = V.real(scale, "scale")
     beta = V.real(beta, "beta")
     V.choice(activation, "activation", ("relu", "sigmoid", "softplus"))
@@ -237,7 +240,7 @@ def grad_sandwich(params, X, Y, k: int) -> tuple[float, float, float]:
     singular values."""
     params = as_float64_params(params)
     X = V.array(X, "X", ndim=2, shape=(None, params[0][0].shape[1]))
-    Y = V.array(Y, "Y", ndim=2, shape=(X.shape[0], params[-1][0].shape[0]))
+    Y = V.array(Y, "Y", ndim=2, shape=(X.shape[0], params[-1][0].shape[0]), agree="X and params")
     L = len(params)
     k = V.integer(k, "k", min=1, max=L - 1)
     widths = [W.shape[0] for W, _ in params]
@@ -302,7 +305,7 @@ def autograd_gradient(params, X, Y, k: int) -> np.ndarray:
     :func:`backprop_gradient` (Lemma 2.6.2) is compared with, entry by entry."""
     params = as_float64_params(params)
     X = V.array(X, "X", ndim=2, shape=(None, params[0][0].shape[1]))
-    Y = V.array(Y, "Y", ndim=2, shape=(X.shape[0], params[-1][0].shape[0]))
+    Y = V.array(Y, "Y", ndim=2, shape=(X.shape[0], params[-1][0].shape[0]), agree="X and params")
     k = V.integer(k, "k", min=0, max=len(params) - 1)
     Ws = [torch.tensor(W, requires_grad=True) for W, _ in params]
     Z = torch.tensor(X)
@@ -350,7 +353,7 @@ def backprop_gradient(params, X, Y, k: int) -> np.ndarray:
     proof misprints ``F_L^T``). Same shape as ``W_{k+1}``; ``k`` in ``0..L-1`` (``F_0 = X``)."""
     params = as_float64_params(params)
     X = V.array(X, "X", ndim=2, shape=(None, params[0][0].shape[1]))
-    Y = V.array(Y, "Y", ndim=2, shape=(X.shape[0], params[-1][0].shape[0]))
+    Y = V.array(Y, "Y", ndim=2, shape=(X.shape[0], params[-1][0].shape[0]), agree="X and params")
     k = V.integer(k, "k", min=0, max=len(params) - 1)
     F = [X] + sigmoid_outputs(params, X)
     delta = F[-1] - Y
@@ -406,11 +409,14 @@ def train_square(model: torch.nn.Module, X, Y, steps: int, lr: float = 3e-3, dev
     """
     V.instance(model, "model", torch.nn.Module)
     X = V.array(X, "X", ndim=2)
-    Y = V.array(Y, "Y", ndim=2, shape=(X.shape[0], None))
+    Y = V.array(Y, "Y", ndim=2, shape=(X.shape[0], None), agree="X")
     steps, lr = V.positive_int(steps, "steps"), V.positive(lr, "lr")
     Xt = torch.tensor(X)
     if isinstance(model, torch.nn.Sequential) and isinstance(model[0], torch.nn.Conv2d):
         side = int(round(math.sqrt(X.shape[1])))
+        if side * side != X.shape[1]:
+            raise V.ArgumentValueError(f"X must hold flattened square images (side * side columns) for a CNN, "
+                                       f"got {X.shape[1]} columns")
         Xt = Xt.reshape(-1, 1, side, side)
     with on_device(model, device) as device:
         Xt, Yt = Xt.to(device), torch.tensor(Y).to(device)
@@ -419,7 +425,11 @@ def train_square(model: torch.nn.Module, X, Y, steps: int, lr: float = 3e-3, dev
         hist = []
         for step in range(steps):
             opt.zero_grad()
-            loss = 0.5 * ((model(Xt) - Yt) ** 2).sum() / len(X)
+            out = model(Xt)
+            if step == 0 and out.shape != Yt.shape:  # (checked on the first step's output: no extra pass)
+                raise V.ArgumentValueError(f"Y must have the shape of the model's outputs on X, "
+                                           f"{tuple(out.shape)}, got {Y.shape}")
+            loss = 0.5 * ((out - Yt) ** 2).sum() / len(X)
             loss.backward()
             opt.step()
             sched.step()
@@ -468,7 +478,7 @@ def layer_outputs(params, X, alpha: float = 0.2) -> list:
 
 def _labels(y, m: int, N: int) -> np.ndarray:
     """``y`` as a 1-D int64 array of ``N`` class indices in ``0..m-1`` (a ValueError naming ``y`` otherwise)."""
-    y = np.asarray(V.labels(y, "y", m, n=N), dtype=np.int64)
+    y = np.asarray(V.labels(y, "y", m, n=N, rows_of="X"), dtype=np.int64)
     if y.ndim != 1:
         raise V.ArgumentValueError(f"y must be a 1-D array of {N} labels, got shape {y.shape}")
     return y
@@ -759,9 +769,9 @@ def rank_repair_path(X, W, b, Vout, alpha: float = 0.2, seed: int = 0, points_pe
     one; for the ReLU a new unit can be dead on every sample, and the next one is tried) until
     ``rank F = N``. Returns the list of triples (``points_per_stage`` per move)."""
     X = V.array(X, "X", ndim=2)
-    W = V.array(W, "W", ndim=2, shape=(None, X.shape[1]))
-    b = V.array(b, "b", shape=(W.shape[0],))
-    Vout = V.array(Vout, "Vout", ndim=2, shape=(None, W.shape[0]))
+    W = V.array(W, "W", ndim=2, shape=(None, X.shape[1]), agree="X")
+    b = V.array(b, "b", shape=(W.shape[0],), agree="W")
+    Vout = V.array(Vout, "Vout", ndim=2, shape=(None, W.shape[0]), agree="W")
     alpha = check_leak(alpha)
     n_pts = V.integer(points_per_stage, "points_per_stage", min=2)
     rng = np.random.default_rng(V.seed(seed))
@@ -802,9 +812,9 @@ def copy_step_path(X, W, Vout, W_target, alpha: float = 0.2, points_per_stage: i
     move to their targets, so that ``W[I'] = W_target[I']``; (5) the read-out moves onto ``I'``; (6) every
     other unit moves to its target. Each move is ``points_per_stage`` points."""
     X = V.array(X, "X", ndim=2)
-    W = V.array(W, "W", ndim=2, shape=(None, X.shape[1]))
+    W = V.array(W, "W", ndim=2, shape=(None, X.shape[1]), agree="X")
     W_target = V.array(W_target, "W_target", shape=W.shape)
-    Vout = V.array(Vout, "Vout", ndim=2, shape=(None, W.shape[0]))
+    Vout = V.array(Vout, "Vout", ndim=2, shape=(None, W.shape[0]), agree="W")
     alpha = check_leak(alpha)
     n_pts = V.integer(points_per_stage, "points_per_stage", min=2)
     N, n = X.shape[0], W.shape[0]

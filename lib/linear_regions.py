@@ -90,8 +90,11 @@ class Interval:
 
 
 def pattern_string(pattern) -> str:
-    """Activation bits as the thesis writes them, e.g. ``"10"`` (an empty pattern gives ``""``)."""
-    return "".join("1" if b else "0" for b in V.array(pattern, "pattern", ndim=1, nonempty=False, dtype=None))
+    """Activation bits (bools, or 0/1) as the thesis writes them, e.g. ``"10"`` (an empty pattern gives ``""``)."""
+    bits = V.array(pattern, "pattern", ndim=1, nonempty=False, dtype=None)
+    if not np.isin(bits, (0, 1)).all():
+        raise V.ArgumentValueError(f"pattern must hold activation bits (bools or 0/1), got {V.describe(pattern)}")
+    return "".join("1" if b else "0" for b in bits)
 
 
 def polygon_area(P) -> float:
@@ -326,7 +329,7 @@ def zero_sets_2d(regions: list, layer: int) -> list:
     if not isinstance(regions, (list, tuple)) or not regions or not all(isinstance(r, Region) for r in regions):
         raise ValueError("regions must be a non-empty list of regions_2d's Region objects")
     n_layers = len(regions[0].pre)
-    if not isinstance(layer, (int, np.integer)) or not 1 <= layer <= n_layers:
+    if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or not 1 <= layer <= n_layers:
         raise ValueError(f"layer must be an int in [1, {n_layers}], got {layer!r}")
     start = sum(len(b) for _, b in regions[0].pre[:layer - 1])
     cells: dict = {}

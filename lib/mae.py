@@ -169,7 +169,7 @@ def infomax_bound_bivariate_mc(rho: float, a: float, s2: float, n_samples: int =
 def z_grid(G: int = 2001, lim: float = 7.0):
     """Uniform grid on ``[-lim, lim]`` and log-weights ``log p(z_g) dz`` (normalised to sum to 1), float64."""
     G, lim = V.integer(G, "G", min=3), V.positive(lim, "lim")
-    if not isinstance(G, int) or G < 3 or not np.isfinite(lim) or lim <= 0:
+    if not V.is_int(G) or G < 3 or not np.isfinite(lim) or lim <= 0:
         raise ValueError(f"need an int G >= 3 and a positive finite lim, got G={G!r}, lim={lim!r}")
     z = torch.linspace(-lim, lim, G, dtype=torch.float64)
     log_w = -0.5 * z ** 2
@@ -206,7 +206,7 @@ class NormalMAE(torch.nn.Module):
 
     def __init__(self, seeds, hidden: int = 32):
         super().__init__()
-        if not isinstance(hidden, int) or hidden < 1:
+        if not V.is_int(hidden) or hidden < 1:
             raise ValueError(f"hidden must be a positive int, got {hidden!r}")
         mk = lambda j: BatchedMLP([1, hidden, hidden, 2], seeds=_sub_seeds(seeds, j))
         self.enc, self.dec, self.r = mk(0), mk(1), mk(2)
@@ -287,7 +287,7 @@ class FiniteMAE(torch.nn.Module):
                 or index.dtype not in (torch.int64, torch.int32) or index.min() < 0 or index.max() > D:
             raise ValueError(f"need positive segment sizes and an integer index of shape ({K}, S) "
                              f"with entries in [0, {D}]")
-        if not isinstance(k, int) or k < 1 or not isinstance(hidden, int) or hidden < 1:
+        if not V.is_int(k) or k < 1 or not V.is_int(hidden) or hidden < 1:
             raise ValueError(f"k and hidden must be positive ints, got k={k!r}, hidden={hidden!r}")
         n = len(_sub_seeds(seeds, 0))
         self.K, self.D, self.k, self.segments = K, D, k, segments
@@ -445,7 +445,7 @@ def train_mae(model, targets, C=1.0, steps: int = 1000, lr: float = 1e-3, lr_r: 
     if clip is not None:
         clip = V.positive(clip, "clip")
     anneal = V.real(anneal, "anneal", min=0.0, max=1.0)
-    if not isinstance(steps, int) or steps < 1 or not isinstance(batch, int) or batch < 1:
+    if not V.is_int(steps) or steps < 1 or not V.is_int(batch) or batch < 1:
         raise ValueError(f"steps and batch must be positive ints, got {steps!r}, {batch!r}")
     if (clip is not None and not clip > 0) or not 0 <= anneal <= 1:
         raise ValueError(f"clip must be None or positive and anneal in [0, 1], got {clip!r}, {anneal!r}")
@@ -576,7 +576,7 @@ def infomax_estimate(model, n_samples: int = 20000, seed: int = 0):
     """``I_hat = H(z) + mean log r(z|x)`` on ``n_samples`` fresh generative samples, per model (eq. 4.10)."""
     V.instance(model, "model", (NormalMAE, FiniteMAE, SequenceMAE))
     seed = V.seed(seed)
-    if not isinstance(n_samples, int) or n_samples < 1:
+    if not V.is_int(n_samples) or n_samples < 1:
         raise ValueError(f"n_samples must be a positive int, got {n_samples!r}")
     gen = torch.Generator().manual_seed(int(seed))
     return (gaussian_entropy(model.latent_dim) + model.expected_log_r(n_samples, gen)).cpu().numpy()
@@ -653,7 +653,7 @@ def sir_sample(model: FiniteMAE, n_samples: int, k: int | None = None, seed: int
     V.instance(model, "model", FiniteMAE)
     seed = V.seed(seed)
     k = model.k if k is None else k
-    if not isinstance(n_samples, int) or n_samples < 1 or not isinstance(k, int) or k < 1:
+    if not V.is_int(n_samples) or n_samples < 1 or not V.is_int(k) or k < 1:
         raise ValueError(f"n_samples and k must be positive ints, got {n_samples!r}, {k!r}")
     gen = torch.Generator().manual_seed(int(seed))
     mu, lv = model.encoder()
@@ -727,6 +727,17 @@ class SentenceGrammar:
                     ("pn", ("scenes", "moments", "actors", "jokes", "twists", "songs")),
                     ("actor", ("he", "she", "everyone", "nobody", "bob", "alice")))
 
+    def __post_init__(self):
+        V.config(self, {"templates": V.each(V.of_type(str, "a str (a template)"), min_len=1),
+                        "slots": V.each(V.items(V.of_type(str, "a str (a slot name)"),
+                                                V.each(V.of_type(str, "a str (a word)"), min_len=1)), min_len=1)})
+        named = dict(self.slots)
+        for t in self.templates:
+            missing = [n for n in self._slot_names(t) if n not in named]
+            if missing:
+                raise V.ArgumentValueError(f"SentenceGrammar.templates: {t!r} uses the slot(s) {missing} that "
+                                           f"SentenceGrammar.slots does not define")
+
     def _slot_names(self, template):
         return [w[1:-1] for w in template.split() if w.startswith("{")]
 
@@ -765,7 +776,10 @@ class SentenceGrammar:
 
 
 def word_match_matrix(sentences) -> torch.Tensor:
-    """``match[i, j]``: fraction of positions (over the longer sentence) where words i and j agree."""
+    """``match[i, j]``: fraction of positions (over the longer sentence) where words i and j agree.
+
+    Two empty sentences (no words) are equal: their match is defined as 1 (not 0/0); an empty and a
+    non-empty sentence match 0."""
     sentences = V.sequence(sentences, "sentences", min_len=1)
     for s in sentences:
         V.instance(s, "sentences[i]", str, "a str (a sentence)")
@@ -777,7 +791,8 @@ def word_match_matrix(sentences) -> torch.Tensor:
     for i, t in enumerate(toks):
         arr[i, :len(t)] = torch.tensor([ids[w] for w in t])
     same = ((arr[:, None, :] == arr[None, :, :]) & (arr[:, None, :] > 0)).sum(-1)
-    return same.double() / torch.maximum(lens[:, None], lens[None, :]).double()
+    longer = torch.maximum(lens[:, None], lens[None, :])
+    return torch.where(longer > 0, same.double() / longer.double(), 1.0)
 
 
 def _encode_nodes(model, Q, seed):
@@ -863,7 +878,7 @@ def split_sentences(texts, max_len: int = 8):
     for t in texts:
         V.instance(t, "texts[i]", str, "a str (a review)")
     max_len = V.positive_int(max_len, "max_len")
-    if isinstance(texts, str) or not isinstance(max_len, int) or max_len < 1:
+    if isinstance(texts, str) or not V.is_int(max_len) or max_len < 1:
         raise ValueError("texts must be a list of strings and max_len a positive int")
     out = []
     for text in texts:
@@ -936,7 +951,7 @@ class SequenceMAE(torch.nn.Module):
         if tokens.ndim != 2 or tokens.numel() == 0 or tokens.dtype != torch.long \
                 or int(tokens.min()) < 0 or int(tokens.max()) >= vocab_size:
             raise ValueError(f"tokens must be a non-empty (N, T) long tensor with ids in [0, {vocab_size})")
-        if any(not isinstance(v, int) or v < 1 for v in (latent_dim, emb, hidden, k)):
+        if any(not V.is_int(v) or v < 1 for v in (latent_dim, emb, hidden, k)):
             raise ValueError("latent_dim, emb, hidden and k must be positive ints")
         self.latent_dim, self.k, self.vocab_size = latent_dim, k, vocab_size
         self.register_buffer("tokens", tokens)
@@ -1156,6 +1171,21 @@ class MAEConfig:
     imdb_steps: int = 20000
     imdb_batch: int = 64
     imdb_lr: float = 1e-3
+
+    def __post_init__(self):
+        count, rate, share = V.positive_int, V.positive, lambda v, n: V.fraction(v, n, high_open=False)
+        targets = V.each(V.nonnegative, min_len=1)
+        V.config(self, {
+            "n_seeds": count, "C": V.nonnegative, "batch": count, "normal_targets": targets,
+            "normal_hidden": count, "normal_steps": count, "normal_lr": rate, "normal_lr_r": rate,
+            "normal_clip": rate, "normal_anneal": share, "normal_C": V.nonnegative, "normal_restarts": count,
+            "cat_targets": targets, "cat_hidden": count, "cat_steps": count, "cat_lr": rate,
+            "cat_anneal": share, "resample_k": count, "c_sweep": V.each(V.nonnegative),
+            "c_sweep_target": V.nonnegative, "text_targets": targets, "text_C": V.nonnegative,
+            "text_hidden": count, "text_k": count, "text_steps": count, "text_lr": rate, "text_batch": count,
+            "text_anneal": share, "imdb_targets": targets, "imdb_C": V.nonnegative, "imdb_max_len": count,
+            "imdb_max_tokens": count, "imdb_vocab": count, "imdb_latent": count, "imdb_emb": count,
+            "imdb_hidden": count, "imdb_steps": count, "imdb_batch": count, "imdb_lr": rate})
 
 
 CONFIGS = ChapterScales(

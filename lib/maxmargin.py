@@ -61,6 +61,18 @@ class InductiveBiasConfig:
     eta_sweep_time: float = 2.4                # that time, eta * steps
     resnet_ngd_schedule: tuple = ((0.02, 400),)  # relative-step normalised GD of the residual net
 
+    def __post_init__(self):
+        count, rate = V.positive_int, V.positive
+        schedule = V.each(V.items(rate, count), min_len=1)  # (eta, steps) phases
+        V.config(self, {
+            "n": V.positive_int, "d": count, "width": count, "init_scale": rate, "n_seeds": count,
+            "filter_sets": count, "sgd_lr": rate, "sgd_batch": count, "sgd_epochs": count,
+            "ngd_schedule": schedule, "neg_scale": rate, "resnet_depth": count, "resnet_epochs": count,
+            "resnet_seeds": count, "cnn_data": V.one_of("digits", "mnist"), "cnn_image_size": count,
+            "cnn_epochs": count, "cnn_batch": count, "cnn_lr": rate, "sweep_scales": V.each(rate, min_len=1),
+            "sweep_epochs": count, "sweep_shifts": V.each(V.real), "eta_sweep": V.each(rate),
+            "eta_sweep_time": rate, "resnet_ngd_schedule": schedule})
+
 
 CONFIGS = ChapterScales(
     "inductive_bias",
@@ -86,7 +98,7 @@ def _as_matrix(X, name: str = "X") -> np.ndarray:
 def _as_labels(y, n: int) -> np.ndarray:
     y = V.array(y, "y", dtype=None, finite=False, nonempty=False)
     if y.shape != (n,):
-        raise ValueError(f"y must have shape ({n},), got {y.shape}")
+        raise V.ArgumentValueError(f"y must have shape ({n},) (one label per row of X), got {y.shape}")
     if not np.issubdtype(y.dtype, np.number) or not np.isin(y, (-1, 1)).all():
         raise ValueError("y must contain only the labels +1 and -1")
     if not ((y == 1).any() and (y == -1).any()):
@@ -94,8 +106,8 @@ def _as_labels(y, n: int) -> np.ndarray:
     return y.astype(np.float64)
 
 
-def _as_vector(w, d: int | None, name: str) -> np.ndarray:
-    return V.array(w, name, shape=(d,))
+def _as_vector(w, d: int | None, name: str, agree: str = "the columns of X or W") -> np.ndarray:
+    return V.array(w, name, shape=(d,), agree=agree if d is not None else None)
 
 
 def _as_neurons(W, a):
@@ -232,7 +244,7 @@ def sector_is_feasible(X, sigma, *, return_slack: bool = False):
     count as not full-dimensional. Returns the bool, or ``(bool, slack)`` with ``return_slack=True``.
     """
     X = _as_matrix(X)
-    sigma = V.array(sigma, "sigma", shape=(X.shape[0],))
+    sigma = V.array(sigma, "sigma", shape=(X.shape[0],), agree="X")
     if not np.isin(sigma, (-1, 0, 1)).all():
         raise V.ArgumentValueError(f"sigma must hold only -1, 0 and 1, got {V.describe(sigma)}")
     return_slack = V.boolean(return_slack, "return_slack")
@@ -355,14 +367,31 @@ def _check_inputs(params, X) -> None:
     if X.shape[-1] != params[0].shape[-1]:
         raise V.ArgumentValueError(f"X must have {params[0].shape[-1]} columns (the d of params[0]), "
                                    f"got {V.describe(X)}")
+    if X.ndim == 3 and X.shape[0] not in (1, params[0].shape[0]):
+        raise V.ArgumentValueError(f"X of shape (S, n, d) must hold one batch per model of params (S = "
+                                   f"{params[0].shape[0]}) or one shared batch, got {V.describe(X)}")
+    if X.dtype != params[0].dtype:
+        raise V.ArgumentTypeError(f"X must have the dtype of params ({params[0].dtype}), got {V.describe(X)}")
+
+
+def _check_two_layer(params) -> None:
+    if len(params) != 2 or params[1].shape != params[0].shape[:2]:
+        raise V.ArgumentValueError(f"params must be [W (S, p, d), a (S, p)], got shapes "
+                                   f"{[tuple(p.shape) for p in params]}")
+
+
+def _check_residual(params) -> None:
+    S, p = params[0].shape[:2]
+    if any(tuple(Wl.shape) != (S, p, p) for Wl in params[1:-1]) or tuple(params[-1].shape) != (S, p):
+        raise V.ArgumentValueError(f"params must be [W1 (S, p, d), W2.. (S, p, p), W_L (S, p)] with S = {S}, "
+                                   f"p = {p}, got shapes {[tuple(q.shape) for q in params]}")
 
 
 def two_layer_forward(params, X: torch.Tensor) -> torch.Tensor:
     """``h(x) = a^T relu(W x)`` (thesis eq. 3.2) for ``S`` models: ``W (S,p,d)``, ``a (S,p)``, ``X (S,n,d)``
     (or ``(n, d)`` shared). Checks its arguments; the trainers call the unchecked twin per step."""
     params = _check_params(params)
-    if len(params) != 2 or params[1].shape != params[0].shape[:2]:
-        raise V.ArgumentValueError("params must be [W (S, p, d), a (S, p)]")
+    _check_two_layer(params)
     _check_inputs(params, X)
     return _two_layer_forward(params, X)
 
@@ -376,6 +405,7 @@ def residual_forward(params, X: torch.Tensor) -> torch.Tensor:
     """The residual net of thesis eq. (3.30): ``h1 = W1 x``, ``h_l = h_{l-1} + W_l relu(h_{l-1})``,
     output ``W_L relu(h_{L-1})``; params ``[W1 (S,p,d), W2.. (S,p,p), W_L (S,p)]``."""
     params = _check_params(params)
+    _check_residual(params)
     _check_inputs(params, X)
     return _residual_forward(params, X)
 
@@ -395,16 +425,27 @@ def residual_shapes(d: int, width: int, depth: int):
 
 
 _UNCHECKED = {}  # public forward -> its unchecked twin (filled below the definitions)
+_STRUCTURE = {}  # public forward -> the check of its params' shapes (filled below the definitions)
 
 
-def _check_batch(params, X, y):
+def _check_batch(params, X, y, forward=None, train: bool = False):
+    """``X`` (S, n, d) and ``y`` (S, n) for the ``S`` models of ``params`` (of the book's ``forward``'s
+    structure; with ``train`` every parameter must require a gradient), ``X`` in their dtype."""
     params = _check_params(params, 1)
+    if forward in _STRUCTURE:
+        _STRUCTURE[forward](params)
+    if train and not all(p.requires_grad for p in params):
+        raise V.ArgumentValueError("params must require gradients (p.requires_grad_(); default_init and "
+                                   "balanced_init return them so)")
     X = V.tensor(X, "X", convert=True)
     y = V.tensor(y, "y", convert=True)
     S = params[0].shape[0]
     if X.ndim != 3 or X.shape[0] != S or y.shape != X.shape[:2]:
         raise ValueError(f"X must be ({S}, n, d) and y ({S}, n) for {S} models, got "
                          f"{tuple(X.shape)} and {tuple(y.shape)}")
+    if X.shape[-1] != params[0].shape[-1]:
+        raise V.ArgumentValueError(f"X must have {params[0].shape[-1]} columns (the d of params[0]), "
+                                   f"got {V.describe(X)}")
     if not torch.isfinite(X).all() or not bool(((y == 1) | (y == -1)).all()):
         raise ValueError("X must be finite and y must hold labels +-1")
     dtype = params[0].dtype
@@ -423,7 +464,7 @@ def train_sgd(forward, params, X, y, lr: float, batch_size: int, epochs: int, se
     epochs in ``log_epochs`` (0 = init); ``params`` are updated in place.
     """
     V.callable_(forward, "forward")
-    X, y = _check_batch(params, X, y)
+    X, y = _check_batch(params, X, y, forward, train=True)
     S, n = y.shape
     lr, seed = V.positive(lr, "lr"), V.seed(seed)
     batch_size = V.positive_int(batch_size, "batch_size", max=n)
@@ -454,7 +495,7 @@ def log_loss(forward, params, X, y) -> torch.Tensor:
     Uses ``log softplus(-m) = -m`` for ``m > 30`` (error < 1e-13) inside a logsumexp.
     """
     V.callable_(forward, "forward")
-    _check_batch(params, X, y)
+    _check_batch(params, X, y, forward)
     return _log_loss(forward, params, X, y)
 
 
@@ -480,7 +521,7 @@ def train_normalized_gd(forward, params, X, y, schedule, log_steps=(), progress:
     Returns ``{step: params snapshot}`` for the (global) steps in ``log_steps``.
     """
     V.callable_(forward, "forward")
-    X, y = _check_batch(params, X, y)
+    X, y = _check_batch(params, X, y, forward, train=True)
     pairs = V.sequence(schedule, "schedule", min_len=1)
     if any(not isinstance(p, (list, tuple)) or len(p) != 2 for p in pairs):
         raise V.ArgumentTypeError(f"schedule must list (eta, steps) pairs, got {V.describe(schedule)}")
@@ -515,11 +556,21 @@ def _relative_factor(params, grads) -> torch.Tensor:
 # comparing a trained two-layer net with Theorem 3.1 / Corollary 3.1 (single model, numpy)
 
 
+def _nonzero(v: np.ndarray, name: str, what: str = "a non-zero vector") -> np.ndarray:
+    """``v`` if it has a non-zero entry: a direction or a norm to divide by (a zero one would give NaN)."""
+    if not v.any():
+        raise V.ArgumentValueError(f"{name} must be {what} (it is divided by its norm), got all zeros")
+    return v
+
+
 def neuron_alignment(W, a, w_plus, w_minus, mode: str = "respective") -> np.ndarray:
     """Cosine of each neuron with its max-margin direction: ``w_+`` if ``a_j > 0`` else ``w_-``
-    (``mode="respective"``, Fig. 3.1c) or the closer of the two (``mode="closest"``, Fig. 3.2g)."""
+    (``mode="respective"``, Fig. 3.1c) or the closer of the two (``mode="closest"``, Fig. 3.2g).
+
+    A neuron with all-zero incoming weights has no direction: its cosine is defined as 0 (pinned by a test);
+    an all-zero ``w_plus`` or ``w_minus`` is refused."""
     W, a = _as_neurons(W, a)
-    w_plus, w_minus = (_as_vector(v, W.shape[1], n) for v, n in ((w_plus, "w_plus"), (w_minus, "w_minus")))
+    w_plus, w_minus = (_nonzero(_as_vector(v, W.shape[1], n), n) for v, n in ((w_plus, "w_plus"), (w_minus, "w_minus")))
     Wn = W / np.maximum(np.linalg.norm(W, axis=1, keepdims=True), 1e-300)
     cp, cm = Wn @ (w_plus / np.linalg.norm(w_plus)), Wn @ (w_minus / np.linalg.norm(w_minus))
     V.choice(mode, "mode", ("respective", "closest"))
@@ -530,9 +581,12 @@ def neuron_alignment(W, a, w_plus, w_minus, mode: str = "respective") -> np.ndar
 
 def theorem_residuals(W, a, w_plus, w_minus):
     """``(R_W, R_a)``: distances of ``W/||W||_F`` and ``a/||a||`` to the limits (3.8)/(3.9), with the
-    best ``u, z >= 0`` (``u_j`` for ``a_j > 0``, ``z_j`` for ``a_j < 0``)."""
+    best ``u, z >= 0`` (``u_j`` for ``a_j > 0``, ``z_j`` for ``a_j < 0``). All-zero ``W``, ``a``, ``w_plus``
+    or ``w_minus`` are refused (each is divided by its norm)."""
     W, a = _as_neurons(W, a)
-    w_plus, w_minus = _as_vector(w_plus, W.shape[1], "w_plus"), _as_vector(w_minus, W.shape[1], "w_minus")
+    W, a = _nonzero(W, "W", "a non-zero matrix"), _nonzero(a, "a")
+    w_plus = _nonzero(_as_vector(w_plus, W.shape[1], "w_plus"), "w_plus")
+    w_minus = _nonzero(_as_vector(w_minus, W.shape[1], "w_minus"), "w_minus")
     Wn = W / np.linalg.norm(W)
     u = np.where(a > 0, np.maximum(Wn @ w_plus, 0) / (w_plus @ w_plus), 0.0)
     z = np.where(a < 0, np.maximum(Wn @ w_minus, 0) / (w_minus @ w_minus), 0.0)
@@ -544,7 +598,7 @@ def theorem_residuals(W, a, w_plus, w_minus):
 def gamma_star(w_plus, w_minus) -> float:
     """The limit normalised margin ``1 / (2(||w_+|| + ||w_-||))`` (this book's constant for Cor. 3.1)."""
     w_plus = _as_vector(w_plus, None, "w_plus")
-    w_minus = _as_vector(w_minus, w_plus.shape[0], "w_minus")
+    w_minus = _as_vector(w_minus, w_plus.shape[0], "w_minus", "w_plus")
     return float(1.0 / (2.0 * (np.linalg.norm(w_plus) + np.linalg.norm(w_minus))))
 
 
@@ -572,6 +626,9 @@ def norm_split(W, a) -> float:
     sq = np.sum(W * W, axis=1)
     if not ((a > 0).any() and (a < 0).any()):
         raise ValueError("norm_split needs neurons with both signs of a")
+    if not sq[a < 0].any():
+        raise V.ArgumentValueError("W's rows of the neurons with a_j < 0 must not all be zero (the ratio's "
+                                   "denominator), got all zeros")
     return float(sq[a > 0].sum() / sq[a < 0].sum())
 
 
@@ -607,7 +664,7 @@ class Table31CNN(torch.nn.Module):
 
     def __init__(self, image_size: int = 28, fc_scale: float = 0.05, seed: int = 0):
         super().__init__()
-        if not (isinstance(image_size, int) and image_size >= 4):
+        if not (V.is_int(image_size) and image_size >= 4):
             raise ValueError(f"image_size must be an int >= 4, got {image_size!r}")
         fc_scale, seed = V.positive(fc_scale, "fc_scale"), V.seed(seed)
         torch.manual_seed(int(seed))
@@ -659,8 +716,8 @@ def train_adam(model, X, y, epochs: int, batch_size: int = 128, lr: float = 1e-3
     where there is one) inside :func:`lib.scale.on_device`, which moves the model back afterwards.
     """
     V.instance(model, "model", torch.nn.Module, "a torch.nn.Module")
-    V.tensor(X, "X", convert=True)
-    V.tensor(y, "y", convert=True)
+    V.tensor(X, "X", convert=True, ndim=(2, 3, 4))  # points (n, d) or images (n, H, W) / (n, C, H, W)
+    V.tensor(y, "y", convert=True, ndim=1)
     epochs, batch_size = V.positive_int(epochs, "epochs"), V.positive_int(batch_size, "batch_size")
     lr, seed = V.positive(lr, "lr"), V.seed(seed)
     X, y = torch.as_tensor(X, dtype=torch.float32), torch.as_tensor(y, dtype=torch.float32)
@@ -734,3 +791,4 @@ def two_layer_report(W, a, X, y, X_test, big: float = 0.1) -> dict:
 
 
 _UNCHECKED.update({two_layer_forward: _two_layer_forward, residual_forward: _residual_forward})
+_STRUCTURE.update({two_layer_forward: _check_two_layer, residual_forward: _check_residual})

@@ -64,6 +64,29 @@ class MultiExitConfig:
     data_size_epochs: tuple = ()  # epochs for each X (larger X: more steps per epoch)
     timing_runs: int = 200        # Table E.1: repetitions per exit
 
+    def __post_init__(self):
+        count, rate = V.positive_int, V.positive
+        V.config(self, {
+            "data": V.one_of("digits", "cifar100"), "n_per_class": count, "n_val_per_class": V.nonnegative_int,
+            "pool_per_class": count, "in_ch": count, "widths": V.each(count, min_len=1),
+            "strides": V.each(count, min_len=1), "n_classes": lambda v, n: V.integer(v, n, min=2),
+            "topk": count, "epochs": count, "batch_size": count, "lr": rate, "momentum": V.fraction,
+            "weight_decay": V.nonnegative, "milestones": V.each(lambda v, n: V.fraction(v, n, high_open=False)),
+            "mu": lambda v, n: V.real(v, n, min=0.0, max=1.0, min_open=True, max_open=True),
+            "tau_mult": lambda v, n: V.real(v, n, min=1.0), "n_seeds": count, "n_seeds_semi": count,
+            "const_taus": V.each(rate), "n_seeds_ablation": count, "n_seeds_teacher": count,
+            "data_sizes": V.each(count), "data_size_epochs": V.each(count), "timing_runs": count})
+        if self.n_val_per_class >= self.n_per_class:
+            raise V.ArgumentValueError(f"MultiExitConfig.n_val_per_class must be < n_per_class (some images per "
+                                       f"class must be left to train on), got {self.n_val_per_class} and "
+                                       f"{self.n_per_class}")
+        V.same_size(len(self.strides), "MultiExitConfig.strides", len(self.widths), "MultiExitConfig.widths",
+                    "length (one stride per block)")
+        V.same_size(len(self.data_size_epochs), "MultiExitConfig.data_size_epochs", len(self.data_sizes),
+                    "MultiExitConfig.data_sizes", "length (one number of epochs per data size)")
+        if self.topk > self.n_classes:
+            raise V.ArgumentValueError(f"MultiExitConfig.topk must be <= n_classes, got {self.topk} and {self.n_classes}")
+
 
 CONFIGS = ChapterScales(
     "multi_exit",
@@ -200,6 +223,9 @@ def multiexit_objective(logits, y, distill, tau=1.0, teachers: str = "last", dis
         raise ValueError(f"y: labels must be in 0..{K - 1} (or -100 for unlabelled points)")
     if not labelled.any(-1).all():
         raise ValueError("every model needs at least one labelled point in the batch")
+    weights = torch.as_tensor(distill)  # checked where it is (the trainer's is on the CPU: no device sync)
+    if not bool((torch.isfinite(weights) & (weights >= 0)).all()):  # a NaN weight made the whole loss NaN
+        raise V.ArgumentValueError(f"distill must be finite and >= 0 (0/1, or one weight per model), got {weights}")
     distill = torch.as_tensor(distill, dtype=logits[0].dtype, device=logits[0].device)
     ce = _exit_wise(logits, y)
     if not (distill != 0).any():
@@ -234,6 +260,10 @@ class TemperatureAnnealer:
             raise ValueError(f"mult must be a finite number >= 1 (tau never decreases), got {mult!r}")
         self.mu, self.mult = float(mu), float(mult)
         self.tau = _check_tau(tau0, (n_models,), "tau0").expand(n_models).clone()
+        flags = V.array(active, "active", dtype=None, nonempty=False)
+        if flags.shape not in ((), (n_models,)) or not np.isin(flags, (0, 1)).all():
+            raise V.ArgumentValueError(f"active must be a bool or one bool (or 0/1) per model (n_models = "
+                                       f"{n_models}), got {V.describe(active)}")
         self.active = torch.as_tensor(active, dtype=torch.bool).expand(n_models).clone()
         self.log = {"conf": [], "adj_conf": [], "tau": []}
 
@@ -376,7 +406,7 @@ def digits_protocol(n_per_class: int, n_val_per_class: int, seed: int, pool_per_
     pool_per_class, seed = V.positive_int(pool_per_class, "pool_per_class"), V.seed(seed)
     n_per_class = V.positive_int(n_per_class, "n_per_class")
     n_val_per_class = V.positive_int(n_val_per_class, "n_val_per_class")
-    if not (isinstance(n_per_class, int) and isinstance(n_val_per_class, int)
+    if not (V.is_int(n_per_class) and V.is_int(n_val_per_class)
             and 1 <= n_val_per_class < n_per_class <= pool_per_class):
         raise ValueError("need ints 1 <= n_val_per_class < n_per_class <= pool_per_class, got "
                          f"{n_val_per_class}, {n_per_class}, {pool_per_class}")
@@ -648,6 +678,9 @@ def exit_probs(model: MultiExitCNN, X) -> np.ndarray:
     V.tensor(X, "X", floating=True)
     if X.ndim not in (4, 5):
         raise V.ArgumentValueError(f"X must have shape (n, C, H, W) or (n_models, n, C, H, W), got {tuple(X.shape)}")
+    if X.ndim == 5 and X.shape[0] != model.n_models:
+        raise V.ArgumentValueError(f"X of shape (n_models, n, C, H, W) must hold one batch per model of model "
+                                   f"({model.n_models}), got {tuple(X.shape)}")
     model.eval()
     X = X.to(next(model.parameters()).device)
     return np.stack([F.softmax(z, -1).cpu().numpy() for z in model(X)], axis=1)
@@ -668,10 +701,11 @@ def _check_probs(probs, y, topk):
                                    f"to {probs.max():.4g}")
     y = V.array(y, "y", dtype=None)
     if y.ndim != 1 or y.shape[0] != probs.shape[-2] or not np.issubdtype(y.dtype, np.integer):
-        raise ValueError(f"y must be an integer vector of length {probs.shape[-2]}, got {y.dtype} {y.shape}")
+        raise V.ArgumentValueError(f"y must be an integer vector of length {probs.shape[-2]} (the n of probs "
+                                   f"(..., M, n, K)), got {y.dtype} {y.shape}")
     if (y < 0).any() or (y >= probs.shape[-1]).any():
         raise ValueError(f"y: labels must be in 0..{probs.shape[-1] - 1}")
-    if not isinstance(topk, int) or not 1 <= topk <= probs.shape[-1]:
+    if not V.is_int(topk) or not 1 <= topk <= probs.shape[-1]:
         raise ValueError(f"topk must be an int in 1..{probs.shape[-1]}, got {topk!r}")
     return probs, y
 
@@ -724,7 +758,7 @@ def time_inference(model: MultiExitCNN, x, mode: str, k: int, n_runs: int = 200)
     V.instance(model, "model", MultiExitCNN)
     V.tensor(x, "x", floating=True, ndim=4)
     V.choice(mode, "mode", ("budget", "anytime"))
-    if not isinstance(n_runs, int) or n_runs < 2:
+    if not V.is_int(n_runs) or n_runs < 2:
         raise ValueError(f"n_runs must be an int >= 2, got {n_runs!r}")
     model.eval()
     times = []

@@ -94,7 +94,8 @@ def predict(outputs) -> np.ndarray:
 def accuracy(outputs, labels) -> float:
     """Share of rows whose :func:`predict` class equals ``labels``."""
     outputs = V.array(outputs, "outputs", ndim=2)
-    labels = V.array(V.labels(labels, "labels", max(outputs.shape[1], 2), n=outputs.shape[0]), "labels",
+    labels = V.array(V.labels(labels, "labels", max(outputs.shape[1], 2), n=outputs.shape[0], rows_of="outputs",
+                                  classes_of="outputs"), "labels",
                      ndim=1, integer=True)
     return float((predict(outputs) == labels).mean())
 

@@ -52,7 +52,7 @@ def wide_pruning_cell(n: int, width: int, parents: int, epochs: int, finetune_ep
     ``finetune_epochs``) include a success, and how many succeed (the thesis' "p, r/C(w, p)").
     Returns ``solved_parents``, ``parents`` and ``per_parent`` (a list of (p, r, C(width, p))).
     """
-    if not isinstance(n, int) or not 1 <= n <= 12:
+    if not V.is_int(n) or not 1 <= n <= 12:
         raise ValueError(f"n must be an int in 1..12, got {n!r}")
     finetune_epochs = V.positive_int(finetune_epochs, "finetune_epochs")
     res = B.prune_and_finetune(B.parity_table(n), width, alpha, parents, epochs, lr=lr, seed=seed,
@@ -247,7 +247,9 @@ def fit_masked(model: MaskedMLP, X: torch.Tensor, y: torch.Tensor, epochs: int, 
 
 def _check_mask(mask, linear) -> None:
     V.tensor(mask, "mask", ndim=2)
-    V.tensor(linear, "linear", shape=(mask.shape[0],), nonempty=False)
+    V.tensor(linear, "linear", ndim=1, nonempty=False)
+    V.same_size(tuple(mask.shape[:1]), "mask (depth, w)", tuple(linear.shape), "linear (depth,)",
+                "depth (one linear flag per layer)")
     if not bool(((mask == 0) | (mask == 1)).all()):
         raise V.ArgumentValueError(f"mask must hold only 0 and 1, got {V.describe(mask)}")
 
@@ -355,12 +357,12 @@ def deep_prune(n: int, width: int, depth: int, trainings: int, prunings: int, ep
     """
     from tqdm.auto import tqdm
 
-    if not isinstance(n, int) or not 1 <= n <= 12:
+    if not V.is_int(n) or not 1 <= n <= 12:
         raise ValueError(f"n must be an int in 1..12, got {n!r}")
     lr, seed = V.positive(lr, "lr"), V.seed(seed)
     for name, v in (("trainings", trainings), ("prunings", prunings), ("epochs", epochs),
                     ("finetune_epochs", finetune_epochs)):
-        if not isinstance(v, int) or v < 1:
+        if not V.is_int(v) or v < 1:
             raise ValueError(f"{name} must be a positive int, got {v!r}")
     device = as_device(device)
     X = torch.tensor(B.cube(n), dtype=torch.float32)
@@ -431,7 +433,7 @@ class PrunableCNN(torch.nn.Module):
         super().__init__()
         for name, v in (("in_channels", in_channels), ("image_size", image_size), ("channels", channels),
                         ("classes", classes)):
-            if not isinstance(v, int) or v < 1:
+            if not V.is_int(v) or v < 1:
                 raise ValueError(f"{name} must be a positive int, got {v!r}")
         if image_size < 8:
             raise ValueError(f"image_size must be >= 8 (three 2x2 pools), got {image_size}")
@@ -466,6 +468,9 @@ class PrunableCNN(torch.nn.Module):
         """Logits ``(n, classes)`` of finite floating-point images ``x`` of shape ``(n, in_channels, H, W)``;
         an empty batch gives an empty result."""
         V.tensor(x, "x", shape=(None, self.convs[0].in_channels, None, None), floating=True, nonempty=False)
+        if x.shape[2] // 8 != self.side or x.shape[3] // 8 != self.side:  # three 2x2 pools, then the linear layer
+            raise V.ArgumentValueError(f"x must hold images of the model's size (H // 8 = W // 8 = {self.side}), "
+                                       f"got {V.describe(x)}")
         wm = self.weight_masks
         for i, (conv, cm) in enumerate(zip(self.convs, self.channel_masks())):
             x = torch.nn.functional.conv2d(x, conv.weight * wm[i], conv.bias, padding=1)
@@ -503,7 +508,7 @@ def as_images(X: torch.Tensor, image_size: int | None = None) -> torch.Tensor:
     if X.ndim == 2:
         side = image_size or int(round(math.sqrt(X.shape[1])))
         if side * side != X.shape[1]:
-            raise ValueError(f"cannot read rows of {X.shape[1]} features as square images")
+            raise V.ArgumentValueError(f"X: cannot read rows of {X.shape[1]} features as square images")
         return X.reshape(-1, 1, side, side)
     if X.ndim == 3:
         return X[:, None]

@@ -236,7 +236,7 @@ def accuracy(model, X, y, chunk: int = 1024) -> np.ndarray:
     """Fraction of rows of ``X`` whose arg-max logit is the label, one per model: shape ``(n_models,)``.
     Evaluated ``chunk`` rows at a time (a paper-scale CNN cannot hold 55,000 images' features at once)."""
     _check_model(model)
-    y = V.labels(V.tensor(y, "y", floating=False), "y", model.V.shape[2])
+    y = V.labels(V.tensor(y, "y", floating=False, ndim=1), "y", model.V.shape[2])
     X = V.tensor(X, "X", floating=True)
     with torch.no_grad():
         pred = torch.cat([model(Xc).argmax(2) for Xc in X.split(V.positive_int(chunk, "chunk"))], 1)
@@ -328,7 +328,7 @@ def exact_readout(model, X, y) -> np.ndarray:
     the relative residual ``||Psi V - R||_F / ||R||_F`` per model (0 up to rounding when rank Psi = N)."""
     _check_model(model)
     X = V.tensor(X, "X", floating=True)
-    y = V.labels(V.tensor(y, "y", floating=False), "y", model.V.shape[2])
+    y = V.labels(V.tensor(y, "y", floating=False, ndim=1), "y", model.V.shape[2])
     res = []
     with torch.no_grad():
         G0 = model(X).double()
@@ -367,8 +367,8 @@ def readout_sweep(model, X, y, X_test, y_test, sizes, k: int = 0) -> dict:
     X, X_test = V.tensor(X, "X", floating=True), V.tensor(X_test, "X_test", floating=True)
     model._input(X, "X"), model._input(X_test, "X_test")  # the model's input shape, before y counts X's rows
     m = model.V.shape[2]
-    y = V.labels(V.tensor(y, "y", floating=False, ndim=1), "y", m, n=X.shape[0]).cpu().numpy()
-    y_test = V.labels(V.tensor(y_test, "y_test", floating=False, ndim=1), "y_test", m, n=X_test.shape[0]).cpu().numpy()
+    y = V.labels(V.tensor(y, "y", floating=False, ndim=1), "y", m, n=X.shape[0], rows_of="X").cpu().numpy()
+    y_test = V.labels(V.tensor(y_test, "y_test", floating=False, ndim=1), "y_test", m, n=X_test.shape[0], rows_of="X_test").cpu().numpy()
     sizes = [V.positive_int(M, "sizes[i]", max=model.n_skip[k]) for M in V.sequence(sizes, "sizes", min_len=1)]
     psi, base = _readout_parts(model, X, k)
     psi_t, base_t = _readout_parts(model, X_test, k)
@@ -401,7 +401,7 @@ def readout_descent(model, X, y, k: int = 0, target: float = 1e-3, n_points: int
     X = V.tensor(X, "X", floating=True)
     model._input(X, "X")  # the model's input shape, before y counts X's rows
     m = model.V.shape[2]
-    y = V.labels(V.tensor(y, "y", floating=False, ndim=1), "y", m, n=X.shape[0]).cpu().numpy()
+    y = V.labels(V.tensor(y, "y", floating=False, ndim=1), "y", m, n=X.shape[0], rows_of="X").cpu().numpy()
     target = V.positive(target, "target")
     n_points = V.integer(n_points, "n_points", min=2)
     psi, base = _readout_parts(model, X, k)
@@ -447,7 +447,7 @@ def plane_losses(model, X, y, span: float = 1.0, resolution: int = 21, seed: int
     V.instance(model, "model", SkipMLP, "a SkipMLP")
     k = V.integer(k, "k (the model index)", min=0, max=model.V.shape[0] - 1)
     X = model._input(V.tensor(X, "X", floating=True))
-    y = V.labels(V.tensor(y, "y", floating=False, ndim=1), "y", model.V.shape[2], n=X.shape[0])
+    y = V.labels(V.tensor(y, "y", floating=False, ndim=1), "y", model.V.shape[2], n=X.shape[0], rows_of="X")
     span, res = V.positive(span, "span"), V.positive_int(resolution, "resolution")
     gen = torch.Generator().manual_seed(V.seed(seed))
     m = model.n_skip[k]

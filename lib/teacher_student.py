@@ -231,7 +231,7 @@ def alignment(w_teacher, b_teacher: float, w_student, b_student: float) -> tuple
     """Definition 3: ``(sin θ̃, |b − b*|)`` between a teacher node and a student node after rescaling both
     to regular weights (‖w̃‖ = 1; ReLU is positively homogeneous, so this changes no activation pattern)."""
     wt = V.array(w_teacher, "w_teacher", ndim=1)
-    ws = V.array(w_student, "w_student", shape=wt.shape)
+    ws = V.array(w_student, "w_student", shape=wt.shape, agree="w_teacher")
     bt, bs = V.real(b_teacher, "b_teacher"), V.real(b_student, "b_student")
     nt, ns = np.linalg.norm(wt), np.linalg.norm(ws)
     if nt == 0 or ns == 0:

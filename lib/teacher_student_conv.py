@@ -40,6 +40,16 @@ class CifarConfig:
     mean: tuple = (0.4914, 0.4822, 0.4465)   # input normalisation (code)
     std: tuple = (0.2023, 0.1994, 0.2010)    # (code); augmentation: random crop 32, padding 4, horizontal flip (code)
 
+    def __post_init__(self):
+        count = V.positive_int
+        V.config(self, {
+            "channels": V.each(count, min_len=1), "kernel": count, "classes": lambda v, n: V.integer(v, n, min=2),
+            "image": V.items(count, count, count), "pretrain_epochs": V.nonnegative_int,
+            "prune_ratio": V.fraction, "multis": V.each(count, min_len=1), "epochs": count,
+            "lr": V.positive, "batch": count})
+        V.config(self, {"mean": V.each(V.real, length=self.image[0]),
+                        "std": V.each(V.positive, length=self.image[0])})  # one per input channel
+
 
 PAPER = CifarConfig()
 
@@ -67,6 +77,11 @@ class ConvNet(nn.Module):
         self.image = tuple(image)
 
     def forward(self, x):
+        """``(hidden, output)`` for a batch ``x`` of images ``(n, *image)``; the shape is compared once per call
+        (a tuple comparison: no pass over the data) so that a wrong one names ``x``, not a torch layer."""
+        if not isinstance(x, torch.Tensor) or x.ndim != 4 or tuple(x.shape[1:]) != self.image:
+            raise V.ArgumentValueError(f"x must be a batch of images of shape (n, {', '.join(map(str, self.image))}), "
+                                       f"got {V.describe(x)}")
         hidden = []
         for conv in self.convs:
             x = torch.relu(conv(x))

@@ -67,8 +67,8 @@ def _targets_like(out: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         return y.reshape(out.shape)
     if got in _unit_axis_variants(out.shape[1:]):
         return y.reshape(out.shape[1:]).expand_as(out)
-    raise ValueError(f"targets of shape {got} match neither the outputs {tuple(out.shape)} "
-                     f"nor one model's outputs {tuple(out.shape[1:])}")
+    raise V.ArgumentValueError(f"y (targets) of shape {got} matches neither out (the outputs) of shape "
+                               f"{tuple(out.shape)} nor one model's outputs {tuple(out.shape[1:])}")
 
 
 def _check_outputs(out, y, labels: bool = False):
@@ -80,9 +80,10 @@ def _check_outputs(out, y, labels: bool = False):
             raise V.ArgumentValueError(f"out must be logits of shape (n_models, n, K >= 2), got {V.describe(out)}")
         V.tensor(y, "y", floating=False)
         if tuple(y.shape) not in ((out.shape[1],), tuple(out.shape[:2])):
-            raise V.ArgumentValueError(f"y must have shape ({out.shape[1]},) or {tuple(out.shape[:2])}, "
+            raise V.ArgumentValueError(f"y must have shape ({out.shape[1]},) or {tuple(out.shape[:2])} (from out "
+                                       f"(n_models, n, K)), "
                                        f"got {V.describe(y)}")
-        V.labels(y, "y", out.shape[2])
+        V.labels(y, "y", out.shape[2], classes_of="out")
     else:
         V.tensor(y, "y", floating=True)
     return out

@@ -31,7 +31,7 @@ __all__ = [
     "ArgumentTypeError", "ArgumentValueError", "TrainingDivergedError", "describe", "integer",
     "positive_int", "nonnegative_int", "seed", "real", "positive", "nonnegative", "fraction",
     "slope", "choice", "boolean", "array", "tensor", "labels", "callable_", "sequence",
-    "finite_loss", "instance",
+    "finite_loss", "instance", "is_int", "config", "each", "items", "one_of", "of_type", "same_size",
 ]
 
 
@@ -92,6 +92,12 @@ def integer(value, name: str, *, min: int | None = None, max: int | None = None)
         parts = ([] if min is None else [f">= {min}"]) + ([] if max is None else [f"<= {max}"])
         raise _value_error(name, "an int " + " and ".join(parts), value)
     return value
+
+
+def is_int(value) -> bool:
+    """Whether ``value`` is a Python ``int`` and not a ``bool`` (``True`` is an ``int`` to Python, never a
+    size or a count to this book)."""
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def positive_int(value, name: str, *, max: int | None = None) -> int:
@@ -218,25 +224,27 @@ def _shape_text(want) -> str:
     return "(" + ", ".join("n" if w is None else str(w) for w in want) + ("," if len(want) == 1 else "") + ")"
 
 
-def _check_shape(name: str, shape, ndim, want, nonempty: bool, value) -> None:
+def _check_shape(name: str, shape, ndim, want, nonempty: bool, value, agree: str | None = None) -> None:
     if ndim is not None:
         ndims = (ndim,) if isinstance(ndim, int) else tuple(ndim)
         if len(shape) not in ndims:
             raise _value_error(name, f"an array with {' or '.join(map(str, ndims))} dimensions "
                                      f"({' or '.join(f'{d}-D' for d in ndims)})", value)
     if want is not None and not _shape_ok(tuple(shape), tuple(want)):
-        raise _value_error(name, f"an array of shape {_shape_text(want)}", value)
+        raise _value_error(name, f"an array of shape {_shape_text(want)}" + (f" to agree with {agree}" if agree else ""),
+                           value)
     if nonempty and math.prod(shape) == 0:
         raise _value_error(name, "non-empty", value)
 
 
 def array(value, name: str, *, ndim=None, shape=None, finite: bool = True, nonempty: bool = True,
-          dtype=np.float64, integer: bool = False) -> np.ndarray:
+          dtype=np.float64, integer: bool = False, agree: str | None = None) -> np.ndarray:
     """``value`` (anything numpy reads as a real numeric array, tensors included) as an array of
     ``dtype`` (float64 by default; ``integer=True`` also requires whole numbers and returns int64).
 
     ``ndim``: an int or a tuple of allowed numbers of dimensions; ``shape``: a tuple with ``None`` for
-    free axes; ``finite``: no NaN or inf; ``nonempty``: at least one element.
+    free axes; ``finite``: no NaN or inf; ``nonempty``: at least one element; ``agree``: the argument(s)
+    that ``shape`` comes from, named in the error (``Y must be an array of shape (5, n) to agree with X``).
     """
     if _is_tensor(value):
         value = value.detach().cpu().numpy()
@@ -249,7 +257,7 @@ def array(value, name: str, *, ndim=None, shape=None, finite: bool = True, nonem
     if arr.dtype == object or not (np.issubdtype(arr.dtype, np.number) or arr.dtype == bool) \
             or np.iscomplexobj(arr):
         raise _type_error(name, "a numeric array of real numbers", arr)
-    _check_shape(name, arr.shape, ndim, shape, nonempty, arr)
+    _check_shape(name, arr.shape, ndim, shape, nonempty, arr, agree)
     if finite and np.issubdtype(arr.dtype, np.floating) and not np.isfinite(arr).all():
         raise _value_error(name, "finite (no NaN or inf)", arr)
     if integer:
@@ -260,11 +268,12 @@ def array(value, name: str, *, ndim=None, shape=None, finite: bool = True, nonem
 
 
 def tensor(value, name: str, *, ndim=None, shape=None, finite: bool = True, nonempty: bool = True,
-           floating: bool | None = None, convert: bool = False):
+           floating: bool | None = None, convert: bool = False, agree: str | None = None):
     """``value`` checked as a torch tensor and returned unchanged (no copy, no dtype change).
 
     ``floating``: True requires a floating dtype, False an integer one, None either. With
-    ``convert`` a numpy array or nested list is first turned into a tensor (``torch.as_tensor``).
+    ``convert`` a numpy array or nested list is first turned into a tensor (``torch.as_tensor``); ``agree``
+    as in :func:`array`.
     The finiteness check is one vectorised pass, made once per call.
     """
     import torch
@@ -281,23 +290,26 @@ def tensor(value, name: str, *, ndim=None, shape=None, finite: bool = True, none
         raise _type_error(name, "a floating-point tensor", value)
     if floating is False and (value.is_floating_point() or value.is_complex() or value.dtype == torch.bool):
         raise _type_error(name, "an integer tensor", value)
-    _check_shape(name, tuple(value.shape), ndim, shape, nonempty, value)
+    _check_shape(name, tuple(value.shape), ndim, shape, nonempty, value, agree)
     if finite and value.is_floating_point() and not bool(torch.isfinite(value).all()):
         raise _value_error(name, "finite (no NaN or inf)", value)
     return value
 
 
-def labels(value, name: str, n_classes: int | None = None, *, n: int | None = None):
+def labels(value, name: str, n_classes: int | None = None, *, n: int | None = None, rows_of: str | None = None,
+           classes_of: str | None = None):
     """Class indices (an integer tensor or array, or a float one holding whole numbers) in
-    ``[0, n_classes)``; ``n``: the number of rows it must have. Returned unchanged."""
+    ``[0, n_classes)``; ``n``: the number of rows it must have, those of the argument ``rows_of``;
+    ``classes_of``: the argument whose shape gives ``n_classes`` (each named in the error when given).
+    Returned unchanged."""
     data = value.detach().cpu().numpy() if _is_tensor(value) else value
     arr = array(data, name, dtype=None, nonempty=False)
     if np.issubdtype(arr.dtype, np.floating) and not (arr == np.round(arr)).all():
         raise _value_error(name, "whole-number class indices", value)
     if n is not None and (arr.ndim == 0 or arr.shape[-1] != n):
-        raise _value_error(name, f"one label per row ({n} rows)", value)
+        raise _value_error(name, f"one label per row{' of ' + rows_of if rows_of else ''} ({n} rows)", value)
     if arr.size and (arr.min() < 0 or (n_classes is not None and arr.max() >= n_classes)):
-        hi = "" if n_classes is None else f" and < {n_classes} (the number of classes)"
+        hi = "" if n_classes is None else f" and < {n_classes} (the number of classes{', of ' + classes_of if classes_of else ''})"
         raise _value_error(name, f"class indices >= 0{hi}; it holds {arr.min()}..{arr.max()}, as", value)
     return value
 
@@ -328,3 +340,63 @@ def instance(value, name: str, cls, what: str | None = None):
             what = "a " + " or ".join(c.__name__ for c in classes)
         raise _type_error(name, what, value)
     return value
+
+
+# ----------------------------------------------------------------------------------------------
+# configuration dataclasses and arguments that must agree
+
+def config(obj, rules: dict) -> None:
+    """Check the fields of a configuration dataclass ``obj`` (call it from its ``__post_init__``), so that
+    a bad field fails at construction with its name, not deep inside training.
+
+    ``rules`` maps a field name to a rule ``rule(value, name)``: any helper of this module with that
+    signature (:func:`positive_int`, :func:`positive`, :func:`fraction`...), or one made by :func:`each`,
+    :func:`items`, :func:`one_of`, :func:`of_type`. The error names the field as ``Class.field``. The
+    fields are only checked, never converted (a config's values are what the chapter computes with)."""
+    owner = type(obj).__name__
+    for field, rule in rules.items():
+        rule(getattr(obj, field), f"{owner}.{field}")
+
+
+def each(rule, *, min_len: int = 0, length: int | None = None):
+    """A rule for a tuple field whose every item passes ``rule`` (named ``field[i]``), with at least
+    ``min_len`` items (exactly ``length`` if given)."""
+    def check(value, name):
+        values = sequence(value, name, min_len=min_len)
+        if length is not None and len(values) != length:
+            raise _value_error(name, f"a sequence of {length} item(s)", value)
+        for i, v in enumerate(values):
+            rule(v, f"{name}[{i}]")
+        return value
+    return check
+
+
+def items(*rules):
+    """A rule for a fixed-length tuple field whose ``i``-th item passes ``rules[i]`` (an ``(eta, steps)``
+    phase, an image shape ``(C, H, W)``)."""
+    def check(value, name):
+        values = sequence(value, name)
+        if len(values) != len(rules):
+            raise _value_error(name, f"a tuple of {len(rules)} items", value)
+        for i, (rule, v) in enumerate(zip(rules, values)):
+            rule(v, f"{name}[{i}]")
+        return value
+    return check
+
+
+def one_of(*options):
+    """A rule: the value is one of ``options`` (:func:`choice`)."""
+    return lambda value, name: choice(value, name, options)
+
+
+def of_type(cls, what: str | None = None):
+    """A rule: the value is an instance of ``cls`` (:func:`instance`)."""
+    return lambda value, name: instance(value, name, cls, what)
+
+
+def same_size(n1: int, name1: str, n2: int, name2: str, what: str = "size") -> None:
+    """Raise :class:`ArgumentValueError` naming both arguments when two sizes that must agree do not
+    (the width of ``X`` and the input width of a network, the rows of ``X`` and ``y``...)."""
+    if n1 != n2:
+        raise ArgumentValueError(f"{name1} and {name2} must agree in {what}, got {n1} and {n2}")
+

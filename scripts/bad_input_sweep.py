@@ -9,6 +9,12 @@ bad values (wrong type, NaN/inf, zero or negative sizes and rates, empty arrays,
 dimensions, labels out of range, ...). Every bad call is one argument changed in the valid call, and
 is classified as
 
+Besides, every field of every configuration dataclass of ``lib`` (``CONFIG_CLASSES``: the class called with
+its defaults, one field changed; kinds from the field's type) is swept the same way, and ``MISMATCH`` lists,
+per function, values that are valid on their own but do not agree with another argument of the call (a
+transposed ``X`` for its labels, a mask of another depth, a float64 batch for float32 nets) or are
+degenerate (a zero direction that would be divided by its norm, a NaN weight); the report counts them apart.
+
 - clear:   a ``ValueError``/``TypeError`` whose message names the argument;
 - unclear: any other exception, or one that does not name the argument (also: over 20 s);
 - none:    no error at all (the bad value was accepted).
@@ -143,11 +149,18 @@ def _params_mismatch(p):
     return [p[0], (W[:, :-1], b)] + list(p[2:])
 
 
+def _none_item(v):
+    """A tuple field whose first item is None (every item of every tuple field is a number, a str or a tuple)."""
+    if not len(v):
+        raise ValueError("an empty tuple has no item to replace")
+    return (None,) + tuple(v[1:])
+
+
 ARRAY_BAD = {"empty": _empty, "wrong ndim": _wrong_ndim, "NaN inside": _nan_inside,
              "inf inside": _inf_inside, "string": lambda v: "abc", "None": lambda v: None}
 BAD = {
-    "count": {"0": 0, "-1": -1, "2.5": 2.5, "str '3'": "3", "None": None},
-    "nonneg_int": {"-1": -1, "2.5": 2.5, "str '3'": "3", "None": None},
+    "count": {"0": 0, "-1": -1, "2.5": 2.5, "str '3'": "3", "None": None, "bool True": True},
+    "nonneg_int": {"-1": -1, "2.5": 2.5, "str '3'": "3", "None": None, "bool True": True},
     "axis": {"out of range": 7, "2.5": 2.5, "str '3'": "3", "None": None},
     "seed": {"-1": -1, "2.5": 2.5, "str 'x'": "x"},
     "rate": {"0": 0.0, "-1": -1.0, "NaN": NAN, "inf": INF, "str '0.1'": "0.1", "None": None},
@@ -176,6 +189,11 @@ BAD = {
     "labels": {**ARRAY_BAD, "label out of range": _out_of_range, "negative label": _negative_label},
     "int_array": {**{k: v for k, v in ARRAY_BAD.items() if k not in ("NaN inside", "inf inside")},
                   "out of range": _out_of_range, "negative": _negative_label, "fractional": _fractional},
+    # configuration fields: every float field is a rate, a scale or a share (>= 0: -1 is bad for each);
+    # every tuple field holds numbers, strs or tuples (a None item is bad for each)
+    "cfg_float": {"-1": -1.0, "NaN": NAN, "inf": INF, "str '0.1'": "0.1", "None": None},
+    "cfg_tuple": {"None": None, "int": 3, "string": "abc", "None item": _none_item},
+    "shape_only": {k: v for k, v in ARRAY_BAD.items() if k in ("wrong ndim", "string", "None")},  # per-step forwards
     "table": {"empty": _empty, "NaN inside": _nan_inside, "not 0/1": lambda v: np.full(np.shape(v), 2),
               "length not 2^n": lambda v: np.asarray(v)[..., :3], "string": lambda v: "abc",
               "None": lambda v: None},
@@ -858,7 +876,170 @@ def _specs():
         ("data", "load_digits_split", lambda: dict(classes=([0, 1], "list"), test_fraction=(0.25, "fraction"), seed=(0, SE))),
         ("data", "smoke_online", lambda: dict(name=("mnist", "choice"), seed=(0, SE))),
         ("data", "make_mnist1d", lambda: dict(num_samples=(100, C), seed=(0, SE), cache=(False, None))),
+        ("teacher_student_conv", "ConvNet.forward", lambda: dict(self=(cnet(), None), x=(cimg(), "shape_only"))),
+        ("scale", "ChapterScales", lambda: dict(chapter=("distillation", "choice"), quick=(D.DistillConfig(), None),
+                                                full=(D.DistillConfig(), None), paper=(D.DistillConfig(), None))),
+        *_config_specs(),
     ]
+
+
+# ----------------------------------------------------------------------------------------------
+# configuration dataclasses (issue 37): every field of each, one at a time, from the defaults
+
+#: (module, class) of every configuration dataclass of ``lib`` that a chapter builds its scales from
+CONFIG_CLASSES = (("mae", "MAEConfig"), ("mae", "SentenceGrammar"), ("maxmargin", "InductiveBiasConfig"),
+                  ("multiexit", "MultiExitConfig"), ("distill", "DistillConfig"),
+                  ("teacher_student_conv", "CifarConfig"))
+#: int fields where 0 is meaningful (no validation images... no pre-training): swept as "nonneg_int"
+NONNEG_FIELDS = {"MultiExitConfig.n_val_per_class", "CifarConfig.pretrain_epochs"}
+#: str fields that name one of a few choices (the others are free text)
+CHOICE_FIELDS = {"MultiExitConfig.data", "InductiveBiasConfig.cnn_data", "DistillConfig.bias_source"}
+
+
+def _field_kind(cls, name, value):
+    key = f"{cls.__name__}.{name}"
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return "nonneg_int" if key in NONNEG_FIELDS else "count"
+    if isinstance(value, float):
+        return "cfg_float"
+    if isinstance(value, str):
+        return "choice" if key in CHOICE_FIELDS else "str"
+    if isinstance(value, tuple):
+        return "cfg_tuple"
+    return None
+
+
+def _config_specs():
+    """One spec per configuration dataclass: the class called with its default values, a kind per field."""
+    import dataclasses
+    specs = []
+    for module, name in CONFIG_CLASSES:
+        cls = getattr(importlib.import_module(f"lib.{module}"), name)
+
+        def factory(cls=cls):
+            default = cls()
+            return {f.name: (getattr(default, f.name), _field_kind(cls, f.name, getattr(default, f.name)))
+                    for f in dataclasses.fields(cls)}
+        specs.append((module, name, factory))
+    return specs
+
+
+# ----------------------------------------------------------------------------------------------
+# arguments that must agree with another one, and degenerate values (issue 37)
+
+def _t(fn):
+    """``fn`` applied to a torch tensor's clone (so that the valid call's tensors stay untouched)."""
+    return lambda v: fn(v.detach().clone())
+
+
+def _zero_rows_of_negative_neurons(W):
+    W = np.array(W, dtype=float)
+    W[[1, 3]] = 0.0  # the neurons with a_j < 0 in the valid call (a = (1, -1, 0.5, -0.5, 1))
+    return W
+
+
+#: Per function, per argument: bad values that are valid on their own but do not agree with another
+#: argument of the valid call (a transposed X for its labels, a mask of another depth...), or degenerate
+#: ones (a zero direction divided by its norm, a NaN weight). Each is a function of the valid value (None
+#: when the valid call leaves the argument at its default). Degenerate inputs with a defined answer
+#: (``landscape.exact_fit`` with Y = 0, ``mae.word_match_matrix`` of empty sentences, a zero neuron in
+#: ``maxmargin.neuron_alignment``, ``equivalence.equivalent`` of two architectures) are pinned by tests, not swept;
+#: so is an extra trailing axis of length 1 in ``train``'s per-model losses (documented in ``_targets_like``).
+MISMATCH = {
+    "distill.gd_linear": {"X": {"transposed (d, n)": lambda v: np.asarray(v).T}, "y": {"one label short": lambda v: v[:-1]}},
+    "distill.newton_in_span": {"X": {"transposed (d, n)": lambda v: np.asarray(v).T}, "y": {"one label short": lambda v: v[:-1]}},
+    "pruning.architecture": {"mask": {"another depth than linear": lambda v: torch_ones(3, v.shape[1])},
+                             "linear": {"another depth than mask": lambda v: torch_zeros_bool(3)}},
+    "pruning.removal_candidates": {"mask": {"another depth than linear": lambda v: torch_ones(3, v.shape[1])},
+                                   "linear": {"another depth than mask": lambda v: torch_zeros_bool(3)}},
+    "train.mse_per_model": {"out": {"an extra axis of 3": _t(lambda v: v[..., None].expand(*v.shape, 3))}},
+    "train.logistic_per_model": {"out": {"an extra axis of 3": _t(lambda v: v[..., None].expand(*v.shape, 3))}},
+    "landscape.train_square": {"Y": {"a column short of the outputs": lambda v: np.asarray(v)[:, :-1]},
+                               "X": {"not square images": lambda v: np.asarray(v)[:, :-1]}},
+    "landscape.exact_fit": {"Y": {"a row short of F": lambda v: np.asarray(v)[:-1]},
+                            "F": {"a row short of Y": lambda v: np.asarray(v)[:-1]}},
+    "skip_connections.exact_readout": {"y": {"shape (n, 1)": _t(lambda v: v[:, None]), "one label short": _t(lambda v: v[:-1])}},
+    "skip_connections.accuracy": {"y": {"shape (n, 1)": _t(lambda v: v[:, None]), "one label short": _t(lambda v: v[:-1])}},
+    "maxmargin.two_layer_forward": {"X": {"a column short": _t(lambda v: v[..., :-1]), "float32": _t(lambda v: v.float()),
+                                          "batches for 3 models (params has 2)": _t(lambda v: v[None].expand(3, -1, -1))},
+                                    "params": {"a of another width": lambda v: [v[0], v[1].detach()[:, :-1]]}},
+    "maxmargin.residual_forward": {"params": {"a middle layer of another shape": lambda v: [v[0], v[0].detach(), *v[2:]]}},
+    "maxmargin.train_sgd": {"X": {"a column short": _t(lambda v: v[..., :-1])},
+                            "params": {"a of another width": lambda v: [v[0], v[1].detach()[:, :-1].requires_grad_()],
+                                       "without gradients": lambda v: [p.detach() for p in v]}},
+    "maxmargin.train_normalized_gd": {"params": {"without gradients": lambda v: [p.detach() for p in v]}},
+    "maxmargin.log_loss": {"X": {"a column short": _t(lambda v: v[..., :-1])}},
+    "maxmargin.neuron_alignment": {"w_plus": {"zero vector": np.zeros_like}, "w_minus": {"zero vector": np.zeros_like},
+                                   "a": {"one entry short": lambda v: v[:-1]}},
+    "maxmargin.theorem_residuals": {"W": {"all zeros": np.zeros_like, "a column short of w_plus": lambda v: v[:, :-1]},
+                                    "a": {"all zeros": np.zeros_like},
+                                    "w_plus": {"zero vector": np.zeros_like}, "w_minus": {"zero vector": np.zeros_like}},
+    "maxmargin.norm_split": {"W": {"zero rows where a < 0": _zero_rows_of_negative_neurons}},
+    "multiexit.multiexit_objective": {"distill": {"NaN weight": lambda v: torch_tensor([NAN]), "negative weight": lambda v: -1.0}},
+    "multiexit.TemperatureAnnealer": {"active": {"two flags for one model": lambda v: [True, True], "not a flag": lambda v: [2]}},
+    "multiexit.exit_probs": {"X": {"batches for 2 models (model has 1)": _t(lambda v: torch_stack([v, v]))}},
+    "multiexit.per_exit_accuracy": {"probs": {"negative probabilities": lambda v: np.asarray(v) - 1.0}},
+    "multiexit.anytime_mode_accuracy": {"probs": {"negative probabilities": lambda v: np.asarray(v) - 1.0}},
+    "multiexit.MultiExitConfig": {"strides": {"one stride per block short": lambda v: v[:-1]},
+                                  "n_val_per_class": {"all images for validation": lambda v: 15},
+                                  "data_sizes": {"a size without epochs": lambda v: (15,)},
+                                  "topk": {"more than n_classes": lambda v: 11}},
+    "teacher_student_conv.CifarConfig": {"std": {"one per channel short": lambda v: v[:-1]},
+                                         "image": {"(C, H) only": lambda v: v[:2]}},
+    "teacher_student_conv.ConvNet.forward": {"x": {"images of another size": _t(lambda v: v[..., :-1])}},
+    "mae.SentenceGrammar": {"templates": {"an undefined slot": lambda v: ("the {villain} .",)}},
+    "annulus_training.LeakEnsemble.forward": {"X": {"float64": _t(lambda v: v.double())}},
+    "annulus_training.sign_accuracy": {"X": {"float64": _t(lambda v: v.double())}},
+    "annulus_training.train_ball_vs_shell": {"X": {"float64": _t(lambda v: v.double())}},
+    "linear_regions.pattern_string": {"pattern": {"not bits": lambda v: [2, 0]}},
+    "linear_regions.zero_sets_2d": {"layer": {"True": lambda v: True}},
+    # (a generic probe, dropping one row or column of one array argument of every call, found these)
+    "landscape.cross_entropy_loss": {"X": {"a row short of y": lambda v: np.asarray(v)[:-1]}},
+    "skip_connections.readout_sweep": {"X": {"a row short of y": _t(lambda v: v[:-1])},
+                                       "X_test": {"a row short of y_test": _t(lambda v: v[:-1])}},
+    "distill.signed_angle": {"u": {"one entry short of v": lambda v: v[:-1]}},
+    "distill.transfer_risk_exact": {"w": {"one entry short of w_teacher": lambda v: v[:-1]},
+                                    "w_teacher": {"one entry short of w": lambda v: v[:-1]}},
+    "distill.monotonicity_counts": {"angle_before": {"one angle short": lambda v: v[:-1]}},
+    "maxmargin.pm_max_margin": {"X": {"a row short of y": lambda v: v[:-1]}},
+    "maxmargin.gamma_star": {"w_plus": {"one entry short of w_minus": lambda v: v[:-1]}},
+    "boolean.relu_sign_pattern": {"w": {"a column short of b": lambda v: v[:, :-1]}},
+    "train.cross_entropy_per_model": {"out": {"a class short of y": _t(lambda v: v[..., :-1])}},
+    "teacher_student.alignment": {"w_teacher": {"one entry short of w_student": lambda v: v[:-1]}},
+    "image_nets.plane_through": {"A": {"one pixel short": lambda v: v[:-1]}},
+}
+
+
+def torch_ones(*shape):
+    import torch
+    return torch.ones(*shape)
+
+
+def torch_zeros_bool(n):
+    import torch
+    return torch.zeros(n, dtype=torch.bool)
+
+
+def torch_stack(tensors):
+    import torch
+    return torch.stack(tensors)
+
+
+def torch_tensor(values):
+    import torch
+    return torch.tensor(values)
+
+
+def mismatch_calls(module: str, name: str, valid: dict):
+    """``(arg, label, call)`` for every value of :data:`MISMATCH` of ``module.name``: the valid call (its
+    values) with that argument replaced (added, if the valid call leaves it at its default)."""
+    for arg, bads in MISMATCH.get(f"{module}.{name}", {}).items():
+        for label, make in bads.items():
+            call = dict(valid)
+            call[arg] = make(call.get(arg))
+            yield arg, label, call
 
 
 #: Public functions and methods the sweep does not call, each with its reason; every other public
@@ -876,7 +1057,6 @@ NOT_SWEPT = {
     **{name: _PER_STEP for name in (
         "boolean.StackedMLP.backward", "boolean.StackedMLP.keep_nets", "pruning.MaskedMLP.backward",
         "multiexit.TemperatureAnnealer.step", "multiexit.MultiExitCNN.forward", "multiexit.MultiExitCNN.forward_until",
-        "teacher_student_conv.ConvNet.forward",
         *(f"mae.{cls}.{m}" for cls, ms in (
             ("NormalMAE", ("decoder", "encoder", "log_r", "sample_joint", "elbo", "expected_log_r", "r_loss")),
             ("FiniteMAE", ("log_p_all", "log_p_at", "log_r_all", "elbo", "expected_log_r", "r_loss")),
@@ -972,6 +1152,7 @@ def sweep(verbose: bool = False, only=None) -> dict:
     import torch
     torch.set_num_threads(1)
     counts = {m: {"clear": 0, "unclear": 0, "none": 0} for m in MODULES}
+    mismatched = {"clear": 0, "unclear": 0, "none": 0}  # of which: MISMATCH's calls
     problems, broken = [], []
     for module, name, factory in _specs():
         if only and module not in only:
@@ -1006,7 +1187,13 @@ def sweep(verbose: bool = False, only=None) -> dict:
                 counts[module][outcome] += 1
                 if outcome != "clear":
                     problems.append(f"[{outcome}] {module}.{name}({arg}={label}): {what[:160]}")
-    return {"counts": counts, "problems": problems, "broken": broken}
+        for arg, label, call in mismatch_calls(module, name, {k: v for k, (v, _) in factory().items()}):
+            outcome, what = classify(fn, call, arg)
+            counts[module][outcome] += 1
+            mismatched[outcome] += 1
+            if outcome != "clear":
+                problems.append(f"[{outcome}] {module}.{name}({arg}={label}): {what[:160]}")
+    return {"counts": counts, "problems": problems, "broken": broken, "mismatched": mismatched}
 
 
 def report(res: dict, verbose: bool) -> str:
@@ -1023,6 +1210,10 @@ def report(res: dict, verbose: bool) -> str:
     n = sum(tot.values())
     lines.append(f"{'ALL':18s} {n:6d} {100 * tot['clear'] / n:6.1f}% {100 * tot['unclear'] / n:7.1f}% "
                  f"{100 * tot['none'] / n:6.1f}%")
+    if "mismatched" in res:
+        c = res["mismatched"]
+        lines.append(f"of which mismatched or degenerate (MISMATCH): {sum(c.values())} calls, {c['clear']} clear, "
+                     f"{c['unclear']} unclear, {c['none']} none")
     if res["broken"]:
         lines.append(f"\n{len(res['broken'])} valid call(s) failed (their functions were not swept):")
         lines += ["  " + b for b in res["broken"]]

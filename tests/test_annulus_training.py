@@ -224,7 +224,7 @@ def _train_args(**kw):
 @pytest.mark.parametrize("kw, message", [
     (dict(X=torch.zeros(10, 2)), r"^X must be an array with 3 dimensions \(3-D\), got tensor of shape \(10, 2\)"),
     (dict(X=torch.zeros(10, 2, 2, dtype=torch.int64)), r"^X must be a floating-point tensor, got tensor"),
-    (dict(y=torch.ones(10, 3)), r"^y must be an array of shape \(10, 2\), got tensor of shape \(10, 3\)"),
+    (dict(y=torch.ones(10, 3)), r"^y must be an array of shape \(10, 2\) to agree with X, got tensor of shape \(10, 3\)"),
     (dict(y=torch.ones(10, 2, dtype=torch.int64)), r"^y must be a floating-point tensor, got tensor"),
     (dict(y=torch.zeros(10, 2)), r"^y \(the labels\) must hold only \+1 and -1$"),
     (dict(width=0), r"^width must be an int >= 1, got 0$"),
@@ -262,3 +262,17 @@ def test_leak_ensemble_messages_attributes_and_empty_batch():
     with pytest.raises(ValueError, match=r"^X must be an array with 3 dimensions"):
         model(torch.zeros(4, 2))
     assert model(torch.zeros(0, 2, 2)).shape == (2, 0)       # an empty batch gives an empty output
+
+
+def test_float64_inputs_name_X_and_the_nets_dtype():
+    """The nets are float32: a float64 X is refused with its name (it was torch's dtype error in baddbmm)."""
+    X = torch.zeros(10, 2, 2, dtype=torch.float64)
+    y = torch.ones(10, 2, dtype=torch.float64)
+    y[::2] = -1
+    model = LeakEnsemble([2, 3, 1], [0, 1], [0.0, 0.1])
+    for call in (lambda: model(X), lambda: AT.sign_accuracy(model, X, y),
+                 lambda: AT.train_ball_vs_shell(X, y, [0.0, 0.0], [True, False], epochs=1, batch_size=5, lr=0.01,
+                                                seed=0, net_seeds=[0, 1])):
+        with pytest.raises(TypeError, match=r"^X must have the nets' dtype \(torch.float32\)"):
+            call()
+    assert AT.sign_accuracy(model, X.float(), y.float()).shape == (2,)

@@ -1,4 +1,5 @@
-"""Property-based bad-input tests (Hypothesis) for every public function (and public method) of the fourteen lib modules.
+"""Property-based bad-input tests (Hypothesis) for every public function (and public method) and every
+configuration dataclass (each field) of the lib modules of ``scripts/bad_input_sweep.py``.
 
 Each public function has one valid call and a kind per argument (``scripts/bad_input_sweep.py``,
 ``SPECS``). One test per (function, argument): the valid call succeeds; the call with that argument
@@ -42,6 +43,7 @@ EXTRA = {  # random out-of-domain values per kind, on top of the sweep's fixed o
     "slope": st.floats(min_value=1.0) | st.floats(max_value=-1e-9) | nan_inf,
     "fraction": st.floats(min_value=1.0 + 1e-9) | st.floats(max_value=-1e-9) | nan_inf,
     "choice": text.filter(lambda s: s not in ("relu", "he", "sgd", "xor", "last", "anytime", "respective")),
+    "cfg_float": st.floats(max_value=-1e-9, allow_nan=False) | nan_inf | text,  # every float field is >= 0
 }
 ARRAY_KINDS = {"array", "array_nd", "elementwise", "batch", "labels", "table", "params"}
 
@@ -215,3 +217,63 @@ def test_unswept_sees_a_new_public_function(monkeypatch):
     brand_new.__module__ = "lib.nets"
     monkeypatch.setattr(lib.nets, "brand_new", brand_new, raising=False)
     assert "nets.brand_new" in sweep.unswept()
+
+
+# ---- arguments that must agree with another one, and degenerate values (issue 37)
+
+MISMATCH_CASES = sorted((key, arg, label) for key in SPECS for arg, bads in sweep.MISMATCH.get(key, {}).items()
+                        for label in bads)
+
+
+def test_every_mismatch_entry_names_a_swept_function():
+    assert set(sweep.MISMATCH) <= set(SPECS), set(sweep.MISMATCH) - set(SPECS)
+
+
+@pytest.mark.parametrize("key, arg, label", MISMATCH_CASES, ids=[f"{k}-{a}-{lb}" for k, a, lb in MISMATCH_CASES])
+def test_mismatched_or_degenerate_argument_raises_a_clear_error(key, arg, label):
+    """A value valid on its own that does not agree with another argument (or a degenerate one that would
+    give NaN) raises a ValueError/TypeError naming the argument."""
+    module, name, factory = SPECS[key]
+    fn = sweep.function(module, name)
+    call = {k: v for k, (v, _) in factory().items()}
+    fn(**call)
+    call[arg] = sweep.MISMATCH[key][arg][label](call.get(arg))
+    _check(key, arg, fn, call, label)
+
+
+@given(st.sampled_from([c for _, c in sweep.CONFIG_CLASSES if c != "SentenceGrammar"]), st.data())
+def test_config_with_a_random_bad_field_names_it(cls_name, data):
+    """Any configuration with one field drawn of the wrong type (a str, None, a bool for a number) names that field."""
+    import dataclasses
+
+    module = dict((c, m) for m, c in sweep.CONFIG_CLASSES)[cls_name]
+    cls = getattr(sweep.importlib.import_module(f"lib.{module}"), cls_name)
+    fields = [f for f in dataclasses.fields(cls) if isinstance(getattr(cls(), f.name), (int, float, tuple))]
+    field = data.draw(st.sampled_from(fields)).name
+    bad = data.draw(st.sampled_from([None, "3", b"x", {"a": 1}]) | (st.just(True) if not isinstance(getattr(cls(), field), tuple) else st.nothing()))
+    with pytest.raises((ValueError, TypeError), match=field):
+        cls(**{field: bad})
+
+
+@given(st.integers(1, 6), st.integers(1, 4), st.integers(1, 3), st.integers(0, 2**16))
+def test_degenerate_values_are_refused_or_defined(n, d, k, seed):
+    """Zero vectors that would be divided by their norm are refused; Y = 0 has relative residual 0; two empty
+    sentences match 1 (the matrix stays finite, symmetric, with a unit diagonal)."""
+    from lib import landscape as LS
+    from lib import mae
+    from lib import maxmargin as MM
+
+    rng = np.random.default_rng(seed)
+    W, a = rng.standard_normal((n + 1, d)), np.r_[1.0, -1.0, rng.standard_normal(n - 1)]
+    w = rng.standard_normal(d) + 3.0
+    with pytest.raises(ValueError, match="w_plus"):
+        MM.neuron_alignment(W, a, np.zeros(d), w)
+    with pytest.raises(ValueError, match="W must be a non-zero"):
+        MM.theorem_residuals(np.zeros((n + 1, d)), a, w, w)
+    assert np.isfinite(MM.theorem_residuals(W, a, w, w)).all()
+    lam, res = LS.exact_fit(rng.standard_normal((n, d)), np.zeros((n, k)))
+    assert res == 0.0 and not lam.any()
+    words = ["a", "b", "c"]
+    sentences = [" ".join(rng.choice(words, size=rng.integers(0, 4))) for _ in range(n)] + [""]
+    M = mae.word_match_matrix(sentences)
+    assert torch.isfinite(M).all() and torch.equal(M, M.T) and (M.diagonal() == 1).all()

@@ -130,3 +130,14 @@ def test_ours_in_the_benchmark_trains_students_of_one_teacher_on_the_cpu(monkeyp
     (teacher, student, X, steps, lr), kw = calls[0]
     assert teacher[0][0].shape == (10, 100) and student[0][0].shape == (3, 50, 100) and X.shape == (10_000, 100)
     assert (steps, lr, kw) == (2, 0.01, {"batch_size": 16, "seed": 1, "device": "cpu"})
+
+
+@pytest.mark.parametrize("change, match", [
+    (dict(name=3), r"SpeedTarget\.name must be a str"), (dict(setup=None), r"SpeedTarget\.setup must be callable"),
+    (dict(target_s=0.0), r"SpeedTarget\.target_s must be a finite number > 0"),
+    (dict(repeats=0), r"SpeedTarget\.repeats must be an int >= 1"), (dict(repeats=2.5), r"SpeedTarget\.repeats must be an int")])
+def test_speed_target_checks_its_fields(change, match):
+    args = dict(name="fast", chapter="00", setup=lambda: (lambda: None), target_s=0.05)
+    benchmark.SpeedTarget(**args)
+    with pytest.raises(ValueError, match=match):
+        benchmark.SpeedTarget(**{**args, **change})

@@ -843,3 +843,12 @@ def test_trainer_defaults_boundaries_and_progress_bars(capsys):
     assert res["smallest"].tolist() == [1, 1]  # OR: one unit suffices, widths 2 and 3 are never tried
     assert sorted(res["subsets"]) == [1, 2, 3] and sorted(res["tried"]) == [1]
     assert res["subsets"][3] == [(0, 1, 2)]
+
+
+def test_counts_refuse_bools():
+    """True is an int to Python, never a count here (it was read as 1)."""
+    tables = np.array([[0, 1, 1, 0]])
+    with pytest.raises(ValueError, match="epochs"):
+        B.train_boolean_nets(tables, 2, 1, 0.0, 1, True, 0.1, 0)
+    with pytest.raises(ValueError, match="compact_every"):
+        B.train_boolean_nets(tables, 2, 1, 0.0, 1, 2, 0.1, 0, compact_every=True)

@@ -504,7 +504,7 @@ def _bad_calls():
         (lambda: D.span_projection(X, np.ones(5)), r"^w has 5 entries but the points of X have d=4 \(X must be \(n, d\): rows are points\)$"),
         (lambda: D.span_projection(np.zeros((3, 4)), w), r"^X is all zeros: its span is \{0\}$"),
         (lambda: D.span_projection(Xb, np.ones(5)), r"^w has 5 entries but the points of X have d=4 \(X must be \(n, d\): rows are points\)$"),
-        (lambda: D.span_projection(Xb, np.ones((3, 4))), r"^a batch of weights \(3, 4\) needs X of shape \(T, n, d\) with the same T, got \(2, 6, 4\)$"),
+        (lambda: D.span_projection(Xb, np.ones((3, 4))), r"^w: a batch of weights \(3, 4\) needs X of shape \(T, n, d\) with the same T, got \(2, 6, 4\)$"),
         (lambda: D.span_projection(Xb, np.ones((2,2,4))), r"^w must be an array with 1 or 2 dimensions \(1-D or 2-D\), got array of shape \(2, 2, 4\) and dtype float64$"),
         (lambda: D.soft_labels(np.ones(4), w), r"^X must be an array with 2 or 3 dimensions \(2-D or 3-D\), got array of shape \(4,\) and dtype float64$"),
         (lambda: D.soft_labels(X, np.ones((2,2,4))), r"^w_teacher must be an array with 1 or 2 dimensions \(1-D or 2-D\), got array of shape \(2, 2, 4\) and dtype float64$"),
@@ -513,12 +513,12 @@ def _bad_calls():
         (lambda: D.hard_labels(X, np.ones(3)), r"^w_teacher has 3 entries but the points of X have d=4 \(X must be \(n, d\): rows are points\)$"),
         (lambda: D.hard_labels(np.ones((2,2,2,4)), w), r"^X must be an array with 2 or 3 dimensions \(2-D or 3-D\), got array of shape \(2, 2, 2, 4\) and dtype float64$"),
         (lambda: D.ce_loss(np.ones(3), X, y), r"^w has 3 entries but the points of X have d=4 \(X must be \(n, d\): rows are points\)$"),
-        (lambda: D.ce_loss(w, X, y[:-1]), r"^y must have shape \(6,\) \(one label per row of X\), got \(5,\)$"),
+        (lambda: D.ce_loss(w, X, y[:-1]), r"^y must have shape \(6,\) \(one label per row of X, whose shape is \(6, 4\).*\), got \(5,\)$"),
         (lambda: D.ce_loss(w, X, y + 1), r"^labels y must lie in \[0, 1\]$"),
         (lambda: D.ce_loss(w, X, -y), r"^labels y must lie in \[0, 1\]$"),
         (lambda: D.ce_loss(w, X, np.ones((1,1,6))), r"^y must be an array with 1 or 2 dimensions \(1-D or 2-D\), got array of shape \(1, 1, 6\) and dtype float64$"),
         (lambda: D.ce_grad(np.ones(3), X, y), r"^w has 3 entries but the points of X have d=4 \(X must be \(n, d\): rows are points\)$"),
-        (lambda: D.ce_grad(w, X, y[:-1]), r"^y must have shape \(6,\) \(one label per row of X\), got \(5,\)$"),
+        (lambda: D.ce_grad(w, X, y[:-1]), r"^y must have shape \(6,\) \(one label per row of X, whose shape is \(6, 4\).*\), got \(5,\)$"),
         (lambda: D.default_lr(np.ones(4)), r"^X must be an array with 2 or 3 dimensions \(2-D or 3-D\), got array of shape \(4,\) and dtype float64$"),
         (lambda: D.default_lr(X, depth=0), r"^depth must be an int >= 1, got 0$"),
         (lambda: D.default_lr(X, factor=0.0), r"^factor must be a finite number > 0, got 0\.0$"),
@@ -526,7 +526,7 @@ def _bad_calls():
         (lambda: D.default_lr(X, depth=2), r"^depth >= 2 needs target_norm \(the norm of the expected limit\)$"),
         (lambda: D.default_lr(X, depth=2, target_norm=-1.0), r"^target_norm must be a finite number > 0, got -1\.0$"),
         (lambda: D.gd_linear(np.ones(4), y, 5, 0.1), r"^X must be an array with 2 or 3 dimensions \(2-D or 3-D\), got array of shape \(4,\) and dtype float64$"),
-        (lambda: D.gd_linear(X, y[:-1], 5, 0.1), r"^y must have shape \(6,\) \(one label per row of X\), got \(5,\)$"),
+        (lambda: D.gd_linear(X, y[:-1], 5, 0.1), r"^y must have shape \(6,\) \(one label per row of X, whose shape is \(6, 4\).*\), got \(5,\)$"),
         (lambda: D.gd_linear(X, y, 0, 0.1), r"^steps must be an int >= 1, got 0$"),
         (lambda: D.gd_linear(X, y, 5, 'a'), r"^lr must be a numeric array, got str 'a'$"),
         (lambda: D.gd_linear(X, y, 5, np.ones((2,2))), r"^lr must be a scalar or one step per transfer set, got shape \(2, 2\)$"),
@@ -567,7 +567,7 @@ def _bad_calls():
         (lambda: D.init_norm_threshold(0.1, 0.0, 2), r"^w_hat_norm must be a finite number > 0, got 0\.0$"),
         (lambda: D.init_norm_threshold(0.1, 1.0, 0), r"^depth must be an int >= 1, got 0$"),
         (lambda: D.newton_in_span(np.ones(4), y), r"^X must be an array with 2 or 3 dimensions \(2-D or 3-D\), got array of shape \(4,\) and dtype float64$"),
-        (lambda: D.newton_in_span(X, y[:-1]), r"^y must have shape \(6,\) \(one label per row of X\), got \(5,\)$"),
+        (lambda: D.newton_in_span(X, y[:-1]), r"^y must have shape \(6,\) \(one label per row of X, whose shape is \(6, 4\).*\), got \(5,\)$"),
         (lambda: D.newton_in_span(X, y, iters=0), r"^iters must be an int >= 1, got 0$"),
         (lambda: D.train_hard_label_student(X, np.ones(3), 5), r"^w_teacher has 3 entries but the points of X have d=4 \(X must be \(n, d\): rows are points\)$"),
         (lambda: D.train_hard_label_student(X, w, 0), r"^steps must be an int >= 1, got 0$"),
@@ -604,7 +604,7 @@ def _bad_calls():
         (lambda: D.sample_angle_task(5, 4, q, 0, w), r"^rng must be a numpy Generator \(np\.random\.default_rng\(seed\)\), got 0$"),
         (lambda: D.signed_angle(np.ones((2,2,2)), w), r"^u must be an array with 1 or 2 dimensions \(1-D or 2-D\), got array of shape \(2, 2, 2\) and dtype float64$"),
         (lambda: D.signed_angle(w, np.ones((2,2,2))), r"^v must be an array with 1 or 2 dimensions \(1-D or 2-D\), got array of shape \(2, 2, 2\) and dtype float64$"),
-        (lambda: D.signed_angle(w, np.ones(3)), r"^vectors of different lengths: \(4,\) and \(3,\)$"),
+        (lambda: D.signed_angle(w, np.ones(3)), r"^u and v are vectors of different lengths: \(4,\) and \(3,\)$"),
         (lambda: D.signed_angle(w, np.zeros(4)), r"^angles are undefined for zero vectors$"),
         (lambda: D.unsigned_angle(np.zeros(4), w), r"^angles are undefined for zero vectors$"),
         (lambda: D.transfer_risk_exact(w, w, 0, q), r"^d must be an int >= 1, got 0$"),
@@ -628,7 +628,7 @@ def _bad_calls():
         (lambda: D.cor52_bound(1.0, 0), r"^n must be an int >= 1, got 0$"),
         (lambda: D.monotonicity_counts(np.ones((2,2)), np.ones(2)), r"^angle_before must be an array with 1 dimensions \(1-D\), got array of shape \(2, 2\) and dtype float64$"),
         (lambda: D.monotonicity_counts(np.ones(2), np.ones((2,2))), r"^angle_after must be an array with 1 dimensions \(1-D\), got array of shape \(2, 2\) and dtype float64$"),
-        (lambda: D.monotonicity_counts(np.ones(2), np.ones(3)), r"^angle arrays differ in shape: \(2,\) vs \(3,\)$"),
+        (lambda: D.monotonicity_counts(np.ones(2), np.ones(3)), r"^angle_before and angle_after differ in shape: \(2,\) vs \(3,\)$"),
         (lambda: D.monotonicity_counts(np.ones(2), np.ones(2), tie_tol=-1.0), r"^tie_tol must be a finite number >= 0, got -1\.0$"),
         (lambda: D.gd_linear(100 * X, y, 3, 1e308), r"^gradient descent diverged: lower lr \(see default_lr\)$"),
         (lambda: D.gd_linear(X, y, 5, np.inf), r"^lr must be positive and finite$"),
@@ -942,3 +942,30 @@ def test_predicted_residual_golden_ratio_tiny_roots_and_the_r0_boundary():
     # q0 may reach r0^2 (up to a 1e-12 rounding slack), not beyond
     for q0 in (0.25, 0.25 * (1 + 1e-13), 0.25 * (1 + 1e-12)):
         assert D.predicted_orthogonal_residual(q0, 0.5, 2.0, 3) > q0
+
+
+@pytest.mark.parametrize("change, match", [
+    (dict(iso_d=2.5), r"DistillConfig\.iso_d must be an int"), (dict(rn_sets=0), r"DistillConfig\.rn_sets must be an int >= 1"),
+    (dict(deep_lr_factor=0.0), r"DistillConfig\.deep_lr_factor must be"), (dict(tie_tol=-1e-7), r"DistillConfig\.tie_tol must be"),
+    (dict(bias_source="cifar"), r"DistillConfig\.bias_source must be one of"),
+    (dict(rn_ns=(1, 0)), r"DistillConfig\.rn_ns\[1\] must be an int >= 1"),
+    (dict(bias_deltas=(0, -10)), r"DistillConfig\.bias_deltas\[1\] must be"),
+    (dict(geo_kappas=()), r"DistillConfig\.geo_kappas must be a sequence of at least 1")])
+def test_config_fields_are_checked_at_construction(change, match):
+    with pytest.raises(ValueError, match=match):
+        D.DistillConfig(**change)
+
+
+@pytest.mark.parametrize("fn", [lambda X, y: D.gd_linear(X, y, 3, 0.1), D.newton_in_span])
+def test_X_of_the_wrong_layout_names_X_and_y(fn):
+    """X transposed ((d, n) for (n, d)): the labels no longer match its rows; the error names both."""
+    X = np.random.default_rng(0).standard_normal((5, 3))
+    y = np.full(5, 0.5)
+    with pytest.raises(ValueError, match=r"^y must have shape \(3,\) \(one label per row of X, whose shape is \(3, 5\)"):
+        fn(X.T, y)
+
+
+def test_vectors_that_must_agree_are_named():
+    w = np.array([1.0, 0.5, -0.5, 0.2])
+    with pytest.raises(ValueError, match=r"^w and w_teacher must agree in length \(both in R\^d\), got 4 and 3"):
+        D.transfer_risk_exact(w, w[:3], 4, D.poly_angle_quantile(1.0))

@@ -1351,3 +1351,14 @@ def test_integer_permutations_of_any_integer_dtype_and_numpy_scalar_deltas_are_a
             assert all(np.array_equal(x, y) for (_, x), (_, y) in zip(e, e2))
     eta = E.counterexample("always_active", delta=np.float32(0.25))[1]     # 0.25 is exact in float32
     np.testing.assert_allclose(eta[0][1] - E.counterexample("always_active")[0][0][1], [0.25, 0.0], atol=1e-15)
+
+
+def test_another_input_width_is_another_network():
+    """A first weight matrix with another number of columns makes another (valid) network: equivalent()
+    answers False (defined: chapter 01 relies on it) and check_general leaves condition 1 out (NaN margin)."""
+    p = E.random_network([2, 3, 2, 1], 0)
+    q = [(np.hstack([p[0][0], p[0][0][:, :1]]), p[0][1])] + p[1:]
+    assert E.widths_of(q) == [3, 3, 2, 1] and E.equivalent(p, p) and not E.equivalent(p, q)
+    general = E.check_general(q)
+    assert general["cond1"] is None and np.isnan(general["margin1"]) and general["margin2"] > 0
+    assert E.check_general(p)["cond1"] is not None and np.isfinite(E.check_general(p)["margin1"])

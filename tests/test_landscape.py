@@ -637,11 +637,11 @@ _net = LS.init_net([5, 4, 3, 2], 0)
     (lambda: LS.exact_fit(np.ones(3), np.ones((3, 1))),
      'F must be an array with 2 dimensions (2-D), got array of shape (3,) and dtype float64'),
     (lambda: LS.exact_fit(np.ones((3, 2)), np.ones((2, 1))),
-     'Y must be an array of shape (3, n), got array of shape (2, 1) and dtype float64'),
+     'Y must be an array of shape (3, n) to agree with F, got array of shape (2, 1) and dtype float64'),
     (lambda: LS.triangular_features(np.ones(3), np.ones(3), 1.0),
      'X must be an array with 2 dimensions (2-D), got array of shape (3,) and dtype float64'),
     (lambda: LS.triangular_features(_X3, np.ones(4), 1.0),
-     'a must be an array of shape (5,), got array of shape (4,) and dtype float64'),
+     'a must be an array of shape (5,) to agree with X, got array of shape (4,) and dtype float64'),
     (lambda: LS.triangular_features(_X3, np.arange(5.0), "x"),
      "scale must be a real number, got str 'x'"),
     (lambda: LS.triangular_features(_X3, np.arange(5.0), 1.0, None),
@@ -661,7 +661,7 @@ _net = LS.init_net([5, 4, 3, 2], 0)
     (lambda: LS.grad_sandwich(LS.init_net([2, 4, 3, 2], 0), np.eye(3, 3), np.ones((3, 2)), 1),
      'X must be an array of shape (n, 2), got array of shape (3, 3) and dtype float64'),
     (lambda: LS.grad_sandwich(LS.init_net([2, 4, 3, 2], 0), np.eye(3, 2), np.ones((3, 3)), 1),
-     'Y must be an array of shape (3, 2), got array of shape (3, 3) and dtype float64'),
+     'Y must be an array of shape (3, 2) to agree with X and params, got array of shape (3, 3) and dtype float64'),
     (lambda: LS.grad_sandwich("net", np.eye(3, 2), np.ones((3, 2)), 1),
      "params must be a list or tuple, got str 'net'"),
     (lambda: LS.backprop_gradient(LS.init_net([2, 4, 3, 2], 0), np.eye(3, 2), np.ones((3, 2)), 3),
@@ -671,7 +671,7 @@ _net = LS.init_net([5, 4, 3, 2], 0)
     (lambda: LS.backprop_gradient(LS.init_net([2, 4, 3, 2], 0), np.eye(3, 3), np.ones((3, 2)), 1),
      'X must be an array of shape (n, 2), got array of shape (3, 3) and dtype float64'),
     (lambda: LS.backprop_gradient(LS.init_net([2, 4, 3, 2], 0), np.eye(3, 2), np.ones((3, 3)), 1),
-     'Y must be an array of shape (3, 2), got array of shape (3, 3) and dtype float64'),
+     'Y must be an array of shape (3, 2) to agree with X and params, got array of shape (3, 3) and dtype float64'),
     (lambda: LS.tiny_cnn(0),
      'T1 must be an int >= 1, got 0'),
     (lambda: LS.tiny_cnn(1, T3=0),
@@ -693,7 +693,7 @@ _net = LS.init_net([5, 4, 3, 2], 0)
     (lambda: LS.train_square(LS.tiny_cnn(1), np.ones(64), np.ones((2, 10)), 1),
      'X must be an array with 2 dimensions (2-D), got array of shape (64,) and dtype float64'),
     (lambda: LS.train_square(LS.tiny_cnn(1), np.ones((2, 64)), np.ones((3, 10)), 1),
-     'Y must be an array of shape (2, n), got array of shape (3, 10) and dtype float64'),
+     'Y must be an array of shape (2, n) to agree with X, got array of shape (3, 10) and dtype float64'),
     (lambda: LS.train_square(LS.tiny_cnn(1), np.ones((2, 64)), np.ones((2, 10)), 0),
      'steps must be an int >= 1, got 0'),
     (lambda: LS.train_square(LS.tiny_cnn(1), np.ones((2, 64)), np.ones((2, 10)), 1, lr=0),
@@ -711,7 +711,7 @@ _net = LS.init_net([5, 4, 3, 2], 0)
     (lambda: LS.cross_entropy_loss(_net, _X3, [[[0, 1, 1]]]),
      'y must be a 1-D array of 3 labels, got shape (1, 1, 3)'),
     (lambda: LS.cross_entropy_loss(_net, _X3, [0, 1]),
-     'y must be one label per row (3 rows), got list [0, 1]'),
+     'y must be one label per row of X (3 rows), got list [0, 1]'),
     (lambda: LS.cross_entropy_loss(_net, np.ones((3, 4)), _y3),
      'X must be an array of shape (n, 5), got array of shape (3, 4) and dtype float64'),
     (lambda: LS.cross_entropy_loss(_net, _X3, _y3, -0.5),
@@ -777,11 +777,11 @@ _net = LS.init_net([5, 4, 3, 2], 0)
     (lambda: LS.rank_repair_path(np.ones((3, 5)), np.ones((4, 5)), np.ones(4), np.ones((1, 4))),
      'X: the samples must be distinct (Assumption 3.4.4)'),
     (lambda: LS.rank_repair_path(_X3, np.ones((4, 4)), np.ones(4), np.ones((1, 4))),
-     'W must be an array of shape (n, 5), got array of shape (4, 4) and dtype float64'),
+     'W must be an array of shape (n, 5) to agree with X, got array of shape (4, 4) and dtype float64'),
     (lambda: LS.rank_repair_path(_X3, np.ones((4, 5)), np.ones(3), np.ones((1, 4))),
-     'b must be an array of shape (4,), got array of shape (3,) and dtype float64'),
+     'b must be an array of shape (4,) to agree with W, got array of shape (3,) and dtype float64'),
     (lambda: LS.rank_repair_path(_X3, np.ones((4, 5)), np.ones(4), np.ones((1, 3))),
-     'Vout must be an array of shape (n, 4), got array of shape (1, 3) and dtype float64'),
+     'Vout must be an array of shape (n, 4) to agree with W, got array of shape (1, 3) and dtype float64'),
     (lambda: LS.rank_repair_path(_X3, np.ones((4, 5)), np.ones(4), np.ones((1, 4)), seed=-1),
      'seed must be an int >= 0, got -1'),
     (lambda: LS.rank_repair_path(_X3, np.ones((4, 5)), np.ones(4), np.ones((1, 4)), alpha=1.0),
@@ -1212,3 +1212,28 @@ def test_wide_paths_check_the_seed_before_using_it(make, widths, alpha, seed):
     a, b = LS.init_net(widths, 0), LS.init_net(widths, 1)
     with pytest.raises(ValueError, match="^seed"):  # 'x' was a TypeError from seed + 1 not naming seed
         make(a, b, X, y, alpha, seed=seed, points_per_stage=2)
+
+
+def test_train_square_compares_Y_with_the_model_outputs():
+    """Y of 10 columns for a net of 10 outputs trains; 1 or 3 columns (which torch would broadcast) are refused."""
+    X = np.random.default_rng(0).standard_normal((6, 64))
+    for cols in (1, 3):
+        with pytest.raises(ValueError, match=r"^Y must have the shape of the model's outputs on X, \(6, 10\), got \(6, " + str(cols)):
+            LS.train_square(LS.tiny_cnn(2, seed=0), X, np.ones((6, cols)), 2)
+    assert len(LS.train_square(LS.tiny_cnn(2, seed=0), X, np.ones((6, 10)), 2)) == 2
+
+
+def test_exact_fit_of_zero_targets_is_exact():
+    """Y = 0: lam = 0 and the relative residual is defined as 0 (not 0/0 = NaN)."""
+    F = np.random.default_rng(0).standard_normal((4, 3))
+    lam, res = LS.exact_fit(F, np.zeros((4, 2)))
+    assert res == 0.0 and (lam == 0).all() and lam.shape == (3, 2)
+    Y = np.random.default_rng(1).standard_normal((4, 2))
+    lam, res = LS.exact_fit(F, Y)  # the ordinary case, against an independent lstsq
+    want = np.linalg.lstsq(F, Y, rcond=None)[0]
+    assert res == pytest.approx(np.linalg.norm(F @ want - Y) / np.linalg.norm(Y), rel=1e-12) and res > 0.01
+
+
+def test_train_square_names_X_when_its_rows_are_not_square_images():
+    with pytest.raises(ValueError, match=r"^X must hold flattened square images \(side \* side columns\) for a CNN, got 63"):
+        LS.train_square(LS.tiny_cnn(2, seed=0), np.ones((6, 63)), np.ones((6, 10)), 2)

@@ -556,3 +556,15 @@ def test_torch_default_bad_input():
         LR.torch_default_batched([3, 2, 1], [0], leak=1.5)
     with pytest.raises(ValueError, match="model"):
         LR.batched_params("not a model")
+
+
+def test_pattern_string_and_zero_sets_refuse_what_is_not_a_bit_or_a_layer():
+    assert LR.pattern_string([True, False]) == LR.pattern_string(np.array([1, 0])) == "10"
+    for bad in ([2, 0], [0.5], [-1]):
+        with pytest.raises(ValueError, match=r"^pattern must hold activation bits"):
+            LR.pattern_string(bad)
+    regs = LR.regions_2d(random_net((2, 3, 2, 1), 1), (-1, 1, -1, 1))
+    assert len(LR.zero_sets_2d(regs, np.int64(1))) == len(LR.zero_sets_2d(regs, 1)) > 0
+    for bad in (True, False, 1.0, 3):
+        with pytest.raises(ValueError, match=r"^layer must be an int in \[1, 2\]"):
+            LR.zero_sets_2d(regs, bad)

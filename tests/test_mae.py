@@ -1346,3 +1346,52 @@ def test_finite_mae_r_loss_does_not_reach_the_model():
     model.zero_grad(set_to_none=True)
     model.expected_log_r(16, torch.Generator().manual_seed(0)).sum().backward()
     assert any(p.grad is not None and p.grad.abs().sum() > 0 for p in model.dec.parameters())
+
+
+@pytest.mark.parametrize("change, match", [
+    (dict(batch=0), r"MAEConfig\.batch must be an int >= 1"), (dict(n_seeds="3"), r"MAEConfig\.n_seeds must be an int"),
+    (dict(normal_steps=2.5), r"MAEConfig\.normal_steps must be an int"), (dict(cat_lr=0.0), r"MAEConfig\.cat_lr must be"),
+    (dict(C=-1.0), r"MAEConfig\.C must be"), (dict(normal_anneal=1.5), r"MAEConfig\.normal_anneal must be"),
+    (dict(cat_targets=()), r"MAEConfig\.cat_targets must be a sequence of at least 1"),
+    (dict(text_targets=(1.0, float("nan"))), r"MAEConfig\.text_targets\[1\] must be"),
+    (dict(imdb_batch=True), r"MAEConfig\.imdb_batch must be an int")])
+def test_config_fields_are_checked_at_construction(change, match):
+    with pytest.raises(ValueError, match=match):
+        mae.MAEConfig(**change)
+
+
+def test_configs_of_every_scale_are_valid():
+    from dataclasses import replace
+
+    from lib.smoke import smoke_config
+
+    for cfg in (mae.CONFIGS.quick, mae.CONFIGS.full, mae.CONFIGS.paper,
+                smoke_config(mae.CONFIGS.paper, mae.CONFIGS.chapter, mae.CONFIGS.quick)):
+        assert replace(cfg) == cfg
+    assert mae.MAEConfig(normal_anneal=1.0, C=0.0, c_sweep=()).c_sweep == ()  # edges that mean something
+
+
+def test_word_match_matrix_of_empty_sentences():
+    """Two empty sentences match 1 (defined, not 0/0); an empty and a non-empty one match 0."""
+    M = mae.word_match_matrix(["", "a b", "", "a c d"])
+    assert torch.isfinite(M).all()
+    assert M.tolist() == [[1.0, 0.0, 1.0, 0.0], [0.0, 1.0, 0.0, 1 / 3], [1.0, 0.0, 1.0, 0.0], [0.0, 1 / 3, 0.0, 1.0]]
+    assert mae.word_match_matrix([""]).tolist() == [[1.0]]
+
+
+@pytest.mark.parametrize("change, match", [
+    (dict(templates=()), r"SentenceGrammar\.templates must be a sequence of at least 1"),
+    (dict(templates=("the {noun} .", 3)), r"SentenceGrammar\.templates\[1\] must be a str"),
+    (dict(templates=("the {villain} .",)), r"SentenceGrammar\.templates: 'the \{villain\} \.' uses the slot\(s\) \['villain'\]"),
+    (dict(slots=(("noun", ()),)), r"SentenceGrammar\.slots\[0\]\[1\] must be a sequence of at least 1"),
+    (dict(slots=(("noun",),)), r"SentenceGrammar\.slots\[0\] must be a tuple of 2 items")])
+def test_sentence_grammar_checks_its_templates_and_slots(change, match):
+    with pytest.raises(ValueError, match=match):
+        mae.SentenceGrammar(**change)
+    small = mae.SentenceGrammar(templates=("the {noun} .",), slots=(("noun", ("movie", "film")),))
+    assert small.build()[0] == ["the movie .", "the film ."]
+
+
+def test_sizes_and_counts_refuse_bools():
+    with pytest.raises(ValueError, match="hidden"):
+        mae.NormalMAE([0], hidden=True)

@@ -530,7 +530,7 @@ _MM_BAD = [
     (lambda: mm.max_margin("abc"), r"^X must be"),
     (lambda: mm.max_margin(np.ones(3)), r"^X must be an array with 2 dimensions"),
     (lambda: mm.G_value(np.ones(3), _X, _y), r"^W must be an array with 2 dimensions"),
-    (lambda: mm.pm_max_margin(_X, _y[:3]), r"^y must have shape \(4,\), got \(3,\)$"),
+    (lambda: mm.pm_max_margin(_X, _y[:3]), r"^y must have shape \(4,\) \(one label per row of X\), got \(3,\)$"),
     (lambda: mm.pm_max_margin(_X, [1.0, 2.0, -1.0, -1.0]), r"^y must contain only the labels \+1 and -1$"),
     (lambda: mm.pm_max_margin(_X, [1.0, float("nan"), -1.0, -1.0]), r"^y must contain only the labels \+1 and -1$"),
     (lambda: mm.pm_max_margin(_X, np.ones(4)), r"^y must contain both classes \(\+1 and -1\)$"),
@@ -568,7 +568,7 @@ _MM_BAD = [
     (lambda: mm.two_layer_forward([_P()[0], "a"], _Xt), r"^params\[1\] must be a torch.Tensor"),
     (lambda: mm.two_layer_forward([_P()[0].long(), _P()[1]], _Xt), r"^params\[0\] must be a floating-point tensor"),
     (lambda: mm.two_layer_forward([_P()[0][0], _P()[1]], _Xt), r"^params\[0\] must be W of shape \(S, p, d\), got"),
-    (lambda: mm.two_layer_forward(_P() + [_P()[1]], _Xt), r"^params must be \[W \(S, p, d\), a \(S, p\)\]$"),
+    (lambda: mm.two_layer_forward(_P() + [_P()[1]], _Xt), r"^params must be \[W \(S, p, d\), a \(S, p\)\], got shapes \[\(2, 3, 2\), \(2, 3\), \(2, 3\)\]$"),
     (lambda: mm.two_layer_forward(_P(), torch.ones(4, 3, dtype=torch.float64)),
      r"^X must have 2 columns \(the d of params\[0\]\), got"),
     (lambda: mm.two_layer_forward(_P(), torch.ones(4, dtype=torch.float64)), r"^X must be an array with 2 or 3 dimensions"),
@@ -986,3 +986,73 @@ def test_sampler_without_the_z_filter():
     assert np.array_equal(Xf, mm.orthogonally_separable_gaussian(400, 20, seed=3, z_filter=True)[0])
     with pytest.raises(ValueError, match=r"^z_filter must be"):
         mm.orthogonally_separable_gaussian(10, 3, z_filter="no")
+
+
+@pytest.mark.parametrize("change, match", [
+    (dict(n=None), r"InductiveBiasConfig\.n must be an int"), (dict(width=0), r"InductiveBiasConfig\.width must be an int >= 1"),
+    (dict(sgd_batch="50"), r"InductiveBiasConfig\.sgd_batch must be an int"),
+    (dict(init_scale=-0.05), r"InductiveBiasConfig\.init_scale must be"),
+    (dict(ngd_schedule=()), r"InductiveBiasConfig\.ngd_schedule must be a sequence of at least 1"),
+    (dict(ngd_schedule=((0.005, 0),)), r"InductiveBiasConfig\.ngd_schedule\[0\]\[1\] must be an int >= 1"),
+    (dict(resnet_ngd_schedule=((0.02,),)), r"InductiveBiasConfig\.resnet_ngd_schedule\[0\] must be a tuple of 2"),
+    (dict(cnn_data="cifar"), r"InductiveBiasConfig\.cnn_data must be one of"),
+    (dict(eta_sweep=(0.008, -1.0)), r"InductiveBiasConfig\.eta_sweep\[1\] must be")])
+def test_config_fields_are_checked_at_construction(change, match):
+    with pytest.raises(ValueError, match=match):
+        mm.InductiveBiasConfig(**change)
+
+
+def test_forwards_and_trainers_compare_X_and_params():
+    W, a = torch.randn(2, 4, 3, dtype=torch.float64), torch.randn(2, 4, dtype=torch.float64)
+    X = torch.randn(2, 6, 3, dtype=torch.float64)
+    y = torch.ones(2, 6, dtype=torch.float64)
+    y[:, ::2] = -1
+    grad = lambda *p: [q.clone().requires_grad_() for q in p]  # noqa: E731
+    assert mm.two_layer_forward([W, a], X[:1]).shape == (2, 6)  # one batch shared by the models
+    cases = [(lambda: mm.two_layer_forward([W, a], torch.randn(3, 6, 3, dtype=torch.float64)),
+              r"^X of shape \(S, n, d\) must hold one batch per model of params \(S = 2\)"),
+             (lambda: mm.two_layer_forward([W, a], X.float()), r"^X must have the dtype of params \(torch.float64\)"),
+             (lambda: mm.train_sgd(mm.two_layer_forward, grad(W, a), X[..., :2], y, 0.1, 2, 1, 0, progress=False),
+              r"^X must have 3 columns \(the d of params\[0\]\)"),
+             (lambda: mm.train_sgd(mm.two_layer_forward, grad(W, a[:, :3]), X, y, 0.1, 2, 1, 0, progress=False),
+              r"^params must be \[W \(S, p, d\), a \(S, p\)\], got shapes \[\(2, 4, 3\), \(2, 3\)\]"),
+             (lambda: mm.train_sgd(mm.two_layer_forward, [W, a], X, y, 0.1, 2, 1, 0, progress=False),
+              r"^params must require gradients"),
+             (lambda: mm.train_normalized_gd(mm.two_layer_forward, [W, a], X, y, ((0.1, 1),), progress=False),
+              r"^params must require gradients"),
+             (lambda: mm.residual_forward([W, torch.randn(2, 4, 3, dtype=torch.float64), a], X),
+              r"^params must be \[W1 \(S, p, d\), W2.. \(S, p, p\), W_L \(S, p\)\]"),
+             (lambda: mm.log_loss(mm.residual_forward, [W, a[:, :3]], X, y), r"^params must be \[W1")]
+    for call, match in cases:
+        with pytest.raises(ValueError, match=match):
+            call()
+    res = mm.default_init(mm.residual_shapes(3, 4, 3), 2, 0, 1.0)
+    assert mm.residual_forward(res, X).shape == (2, 6)
+
+
+def test_degenerate_directions_and_neurons():
+    """Zero vectors that would be divided by their norm are refused; a zero neuron's cosine is defined as 0."""
+    W = np.array([[1.0, 0.0], [0.0, 0.0], [0.0, 2.0]])
+    a = np.array([1.0, 1.0, -1.0])
+    wp, wm = np.array([1.0, 0.0]), np.array([0.0, 1.0])
+    assert mm.neuron_alignment(W, a, wp, wm).tolist() == [1.0, 0.0, 1.0]  # the zero neuron: 0
+    zero = np.zeros(2)
+    for call, match in [(lambda: mm.neuron_alignment(W, a, zero, wm), r"^w_plus must be a non-zero vector"),
+                        (lambda: mm.neuron_alignment(W, a, wp, zero), r"^w_minus must be a non-zero vector"),
+                        (lambda: mm.theorem_residuals(np.zeros((3, 2)), a, wp, wm), r"^W must be a non-zero matrix"),
+                        (lambda: mm.theorem_residuals(W, np.zeros(3), wp, wm), r"^a must be a non-zero vector"),
+                        (lambda: mm.theorem_residuals(W, a, zero, wm), r"^w_plus must be a non-zero"),
+                        (lambda: mm.theorem_residuals(W, a, wp, zero), r"^w_minus must be a non-zero"),
+                        (lambda: mm.norm_split(np.array([[1.0, 0.0], [0.0, 0.0]]), np.array([1.0, -1.0])),
+                         r"^W's rows of the neurons with a_j < 0 must not all be zero")]:
+        with pytest.raises(ValueError, match=match):
+            call()
+    assert np.isfinite(mm.theorem_residuals(W, a, wp, wm)).all()
+    assert mm.norm_split(np.array([[0.0, 0.0], [0.0, 2.0]]), np.array([1.0, -1.0])) == 0.0  # defined: 0 / 4
+
+
+def test_vectors_name_what_they_must_agree_with():
+    with pytest.raises(ValueError, match=r"^w_minus must be an array of shape \(3,\) to agree with w_plus"):
+        mm.gamma_star(np.ones(3), np.ones(2))
+    with pytest.raises(ValueError, match=r"^w_plus must be an array of shape \(2,\) to agree with the columns of X or W"):
+        mm.theorem_residuals(np.ones((3, 2)), np.array([1.0, -1.0, 1.0]), np.ones(3), np.ones(2))

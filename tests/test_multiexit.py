@@ -614,8 +614,8 @@ _ME_BAD = [
     (lambda: me.digits_protocol(10, 5, seed=-1), r"^seed must be"),
     (lambda: me.digits_protocol(10, 5, seed=0, pool_per_class=0), r"^pool_per_class must be"),
     (lambda: me.per_exit_accuracy(np.zeros((2, 3)), np.zeros(3, dtype=int)), r"^probs must have at least 3 dimension\(s\), got shape \(2, 3\)$"),
-    (lambda: me.per_exit_accuracy(np.zeros((1, 2, 3)), np.zeros(3, dtype=int)), r"^y must be an integer vector of length 2, got int64 \(3,\)$"),
-    (lambda: me.per_exit_accuracy(np.zeros((1, 2, 3)), np.zeros(2)), r"^y must be an integer vector of length 2, got float64 \(2,\)$"),
+    (lambda: me.per_exit_accuracy(np.zeros((1, 2, 3)), np.zeros(3, dtype=int)), r"^y must be an integer vector of length 2 \(the n of probs \(\.\.\., M, n, K\)\), got int64 \(3,\)$"),
+    (lambda: me.per_exit_accuracy(np.zeros((1, 2, 3)), np.zeros(2)), r"^y must be an integer vector of length 2 \(the n of probs \(\.\.\., M, n, K\)\), got float64 \(2,\)$"),
     (lambda: me.per_exit_accuracy(np.zeros((1, 2, 3)), np.zeros((1, 2), dtype=int)), r"^y must be an integer vector of length 2"),
     (lambda: me.per_exit_accuracy(np.zeros((1, 2, 3)), np.array([0, 3])), r"^y: labels must be in 0\.\.2$"),
     (lambda: me.per_exit_accuracy(np.zeros((1, 2, 3)), np.array([0, -1])), r"^y: labels must be in 0\.\.2$"),
@@ -888,3 +888,56 @@ def test_chapter_05_coverage_numbers_equal_the_committed_full_run():
     assert not missing, f"Coverage numbers that differ from results/multi_exit/full.json: {missing}"
     # and the comparison can fail: a quoted number one digit off is missing
     assert quoted[0].replace(f"{m['gain_per_exit'][0]:.2f}", f"{m['gain_per_exit'][0] + 0.01:.2f}") not in cov
+
+
+@pytest.mark.parametrize("change, match", [
+    (dict(epochs=-1), r"MultiExitConfig\.epochs must be an int >= 1"), (dict(epochs=0), r"MultiExitConfig\.epochs"),
+    (dict(batch_size="3"), r"MultiExitConfig\.batch_size must be an int"),
+    (dict(data="mnist"), r"MultiExitConfig\.data must be one of"), (dict(lr=0.0), r"MultiExitConfig\.lr must be"),
+    (dict(momentum=1.0), r"MultiExitConfig\.momentum must be"), (dict(mu=1.0), r"MultiExitConfig\.mu must be"),
+    (dict(tau_mult=0.9), r"MultiExitConfig\.tau_mult must be"), (dict(n_classes=1), r"MultiExitConfig\.n_classes must be"),
+    (dict(milestones=(0.5, 1.5)), r"MultiExitConfig\.milestones\[1\] must be"),
+    (dict(n_val_per_class=15), r"MultiExitConfig\.n_val_per_class must be < n_per_class"),
+    (dict(strides=(1, 2, 1)), r"MultiExitConfig\.strides and MultiExitConfig\.widths must agree"),
+    (dict(data_sizes=(15, 30)), r"MultiExitConfig\.data_size_epochs and MultiExitConfig\.data_sizes must agree"),
+    (dict(topk=11), r"MultiExitConfig\.topk must be <= n_classes"), (dict(widths=()), r"MultiExitConfig\.widths must be")])
+def test_config_fields_are_checked_at_construction(change, match):
+    with pytest.raises(ValueError, match=match):
+        me.MultiExitConfig(**change)
+    with pytest.raises(ValueError, match=match):  # dataclasses.replace builds a new config: checked too
+        replace(me.CONFIGS.quick, **change)
+
+
+def test_annealer_active_has_one_flag_per_model():
+    for ok in (True, [True, False], np.array([True, False]), torch.tensor([False, True])):
+        assert me.TemperatureAnnealer(n_models=2, active=ok).active.shape == (2,)
+    for bad in ([True], [True, False, True], [2, 0], 0.5, [[True, False]]):
+        with pytest.raises(ValueError, match=r"^active must be a bool or one bool \(or 0/1\) per model \(n_models = 2\)"):
+            me.TemperatureAnnealer(n_models=2, active=bad)
+    with pytest.raises(TypeError, match=r"^active must be a numeric array"):
+        me.TemperatureAnnealer(n_models=2, active="abc")
+
+
+def test_objective_refuses_nan_or_negative_distillation_weights():
+    z = [torch.stack([a, b]) for a, b in zip(_logits(n=4, seed=5), _logits(n=4, seed=6))]
+    y = torch.zeros(2, 4, dtype=torch.int64)
+    assert torch.isfinite(me.multiexit_objective(z, y, torch.tensor([1.0, 0.0]))).all()
+    for bad in (torch.tensor([float("nan"), 1.0]), torch.tensor([1.0, float("inf")]), -1.0):
+        with pytest.raises(ValueError, match=r"^distill must be finite and >= 0"):
+            me.multiexit_objective(z, y, bad)
+
+
+def test_topk_refuses_a_bool():
+    probs = np.full((1, 2, 6, 3), 1 / 3)
+    assert me.per_exit_accuracy(probs, np.arange(6) % 3, 1).shape == (1, 2)
+    for fn in (me.per_exit_accuracy, me.anytime_mode_accuracy):
+        with pytest.raises(ValueError, match="topk"):
+            fn(probs, np.arange(6) % 3, True)
+
+
+def test_exit_probs_names_X_with_batches_for_another_number_of_models():
+    model = me.MultiExitCNN(widths=(4, 4), strides=(1, 2), n_classes=3, seeds=(0,))
+    X = torch.zeros(5, 1, 8, 8)
+    assert me.exit_probs(model, X).shape == (1, 2, 5, 3) and me.exit_probs(model, X[None]).shape == (1, 2, 5, 3)
+    with pytest.raises(ValueError, match=r"^X of shape \(n_models, n, C, H, W\) must hold one batch per model of model \(1\)"):
+        me.exit_probs(model, torch.stack([X, X]))

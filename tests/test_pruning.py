@@ -230,7 +230,7 @@ _P_BAD = [
     (lambda: P.fit_masked(P.MaskedMLP(2, 3, 1, 2, 0.1, 0), _Xb, torch.zeros(4), 0), r"^epochs must be"),
     (lambda: P.fit_masked(P.MaskedMLP(2, 3, 1, 2, 0.1, 0), _Xb, torch.zeros(4), 2, lr=0.0), r"^lr must be"),
     (lambda: P.architecture(torch.ones(3), torch.zeros(1, dtype=torch.bool), 2), r"^mask must be an array with 2 dimensions"),
-    (lambda: P.architecture(torch.ones(2, 3), torch.zeros(3, dtype=torch.bool), 2), r"^linear must be an array of shape \(2,\)"),
+    (lambda: P.architecture(torch.ones(2, 3), torch.zeros(3, dtype=torch.bool), 2), r"^mask \(depth, w\) and linear \(depth,\) must agree in depth .*, got \(2,\) and \(3,\)"),
     (lambda: P.architecture(torch.full((2, 3), 2.0), torch.zeros(2, dtype=torch.bool), 2), r"^mask must hold only 0 and 1, got"),
     (lambda: P.architecture(torch.ones(2, 3), torch.zeros(2, dtype=torch.bool), 0), r"^n_in must be"),
     (lambda: P.removal_candidates(torch.full((2, 3), 0.5), torch.zeros(2, dtype=torch.bool)), r"^mask must hold only 0 and 1"),
@@ -254,9 +254,9 @@ _P_BAD = [
     (lambda: P.PrunableCNN(1, 8, seed=-1), r"^seed must be"),
     (lambda: _cnn()(torch.zeros(2, 2, 8, 8)), r"^x must be an array of shape \(n, 1, n, n\)"),
     (lambda: P.as_images(torch.zeros(5)), r"^X must be an array with 2 or 3 or 4 dimensions"),
-    (lambda: P.as_images(torch.zeros(2, 10)), r"^cannot read rows of 10 features as square images$"),
+    (lambda: P.as_images(torch.zeros(2, 10)), r"^X: cannot read rows of 10 features as square images$"),
     (lambda: P.as_images(torch.zeros(2, 64), image_size=0), r"^image_size must be"),
-    (lambda: P.as_images(torch.zeros(2, 64), image_size=7), r"^cannot read rows of 64 features as square images$"),
+    (lambda: P.as_images(torch.zeros(2, 64), image_size=7), r"^X: cannot read rows of 64 features as square images$"),
     (lambda: P.train_cnn("m", _img, _lab, 1), r"^model must be a torch.nn.Module"),
     (lambda: P.train_cnn(_cnn(), _img[0], _lab, 1), r"^X must be an array with 4 dimensions"),
     (lambda: P.train_cnn(_cnn(), _img, _lab.float(), 1), r"^y must be an integer tensor"),
@@ -955,3 +955,22 @@ def test_loss_plateaus_boundaries_are_strict():
     # 100 epochs exactly make a plateau (min_length is inclusive)
     assert len(P.loss_plateaus(np.full(104, 0.5), window=4, rel_tol=0.01, min_length=100)) == 1
     assert P.loss_plateaus(np.full(104, 0.5), window=4, rel_tol=0.01, min_length=101) == []
+
+
+def test_mask_and_linear_of_another_depth_name_both():
+    """architecture / removal_candidates: ``linear`` has one flag per layer of ``mask``; a mismatch names both."""
+    mask, linear = torch.ones(2, 3, dtype=torch.bool), torch.zeros(2, dtype=torch.bool)
+    assert P.architecture(mask, linear, 3) == (3, 3, 3, 1)
+    for m, lin in [(torch.ones(3, 3, dtype=torch.bool), linear), (mask, torch.zeros(3, dtype=torch.bool))]:
+        for fn in (lambda a, b: P.architecture(a, b, 3), P.removal_candidates):
+            with pytest.raises(ValueError, match=r"^mask \(depth, w\) and linear \(depth,\) must agree in depth"):
+                fn(m, lin)
+    with pytest.raises(ValueError, match=r"^linear must be an array with 1 dimensions"):
+        P.removal_candidates(mask, torch.zeros(2, 1, dtype=torch.bool))
+
+
+def test_cnn_forward_names_x_on_images_of_another_size():
+    cnn = P.PrunableCNN(1, 8, channels=4, classes=3, seed=0)
+    assert cnn(torch.zeros(2, 1, 8, 8)).shape == (2, 3) and cnn(torch.zeros(2, 1, 9, 15)).shape == (2, 3)  # 9 // 8 = 1
+    with pytest.raises(ValueError, match=r"^x must hold images of the model's size \(H // 8 = W // 8 = 1\)"):
+        cnn(torch.zeros(2, 1, 8, 7))

@@ -695,7 +695,7 @@ def test_plane_losses_defaults():
         SK.plane_losses(model, X, y, k=-1)
     with pytest.raises(ValueError, match=r"^X must have shape \(n, 5\)"):
         SK.plane_losses(model, X[:, :4], y)
-    with pytest.raises(ValueError, match=r"^y must be one label per row \(10 rows\)"):
+    with pytest.raises(ValueError, match=r"^y must be one label per row of X \(10 rows\)"):
         SK.plane_losses(model, X, y[:4])
 
 
@@ -930,3 +930,12 @@ def test_readout_helpers_check_the_input_shape_before_counting_rows():
     cnn = SK.SkipCNN((("conv", 2, 3, 1), ("fc", 3)), (1, 4, 4), 3, 0, 4)
     with pytest.raises(ValueError, match=r"^X_test must have shape \(n, 1, 4, 4\), got \(2, 16\)"):
         SK.readout_sweep(cnn, torch.rand(2, 1, 4, 4), [0, 1], torch.rand(2, 16), [0, 1], [2])
+
+
+def test_labels_of_shape_n_by_1_are_refused():
+    """y (n, 1) would broadcast against the (n_models, n, K) logits into a wrong residual / accuracy."""
+    X, y = data(n=8, d=4)
+    model = SK.SkipMLP([4, 12, 3], [0], 12, "sigmoid", dtype=torch.float64)
+    for fn in (SK.exact_readout, SK.accuracy):
+        with pytest.raises(ValueError, match=r"^y must be an array with 1 dimensions"):
+            fn(model, X, y[:, None])

@@ -306,3 +306,24 @@ def test_train_step_names_the_step_and_lr_when_the_loss_overflows():
     x = torch.full((2, 1, 4, 4), 1e30)
     with pytest.raises(FloatingPointError, match=r"became NaN or infinite by step 1 with lr=0\.1: "):
         TC.train_step(teacher, student, x, 0.1)
+
+
+@pytest.mark.parametrize("change, match", [
+    (dict(epochs=0), r"CifarConfig\.epochs must be an int >= 1"), (dict(batch="64"), r"CifarConfig\.batch must be an int"),
+    (dict(prune_ratio=1.0), r"CifarConfig\.prune_ratio must be"), (dict(lr=float("nan")), r"CifarConfig\.lr must be"),
+    (dict(channels=()), r"CifarConfig\.channels must be"), (dict(image=(3, 32)), r"CifarConfig\.image must be a tuple of 3"),
+    (dict(classes=1), r"CifarConfig\.classes must be"), (dict(pretrain_epochs=-1), r"CifarConfig\.pretrain_epochs must be"),
+    (dict(std=(0.2, 0.2)), r"CifarConfig\.std must be a sequence of 3"), (dict(std=(0.2, 0.0, 0.2)), r"CifarConfig\.std\[1\]")])
+def test_config_fields_are_checked_at_construction(change, match):
+    with pytest.raises(ValueError, match=match):
+        TC.CifarConfig(**change)
+    assert TC.CifarConfig(pretrain_epochs=0).pretrain_epochs == 0  # no pre-training: meaningful
+
+
+def test_convnet_forward_names_x_on_a_wrong_image_shape():
+    net = TC.ConvNet((4, 3), 2, (1, 6, 6), seed=0)
+    hidden, out = net(torch.zeros(2, 1, 6, 6))
+    assert out.shape == (2, 2) and [h.shape[1] for h in hidden] == [4, 3]
+    for bad in (torch.zeros(2, 3, 6, 6), torch.zeros(2, 1, 5, 6), torch.zeros(1, 6, 6), np.zeros((2, 1, 6, 6))):
+        with pytest.raises(ValueError, match=r"^x must be a batch of images of shape \(n, 1, 6, 6\)"):
+            net(bad)

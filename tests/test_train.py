@@ -66,7 +66,7 @@ def test_cross_entropy_per_model_shapes():
 
 
 def test_targets_must_match_outputs():
-    with pytest.raises(ValueError, match="targets of shape"):
+    with pytest.raises(ValueError, match=r"y \(targets\) of shape"):
         train.mse_per_model(torch.zeros(2, 4, 1), torch.zeros(3))
 
 
@@ -79,7 +79,7 @@ def test_targets_must_match_outputs():
 ])
 def test_targets_of_the_right_size_in_the_wrong_shape_are_refused(out_shape, y_shape):
     for loss in (train.mse_per_model, train.logistic_per_model):
-        with pytest.raises(ValueError, match=r"^targets of shape"):
+        with pytest.raises(ValueError, match=r"^y \(targets\) of shape"):
             loss(torch.zeros(out_shape), torch.ones(y_shape))
 
 
@@ -277,14 +277,14 @@ def test_optimizer_settings_reach_torch():
     (lambda: train.mse_per_model(torch.zeros(1, 3, dtype=torch.long), torch.zeros(3)), r"^out "),
     (lambda: train.mse_per_model(torch.zeros(1, 3), torch.zeros(3, dtype=torch.long)), r"^y "),
     (lambda: train.mse_per_model(torch.zeros(2, 3), torch.zeros(4)),
-     r"^targets of shape \(4,\) match neither the outputs \(2, 3\) nor one model's outputs \(3,\)$"),
+     r"^y \(targets\) of shape \(4,\) matches neither out \(the outputs\) of shape \(2, 3\) nor one model's outputs \(3,\)$"),
     (lambda: train.cross_entropy_per_model(torch.zeros(1, 3, 1), torch.zeros(3, dtype=torch.long)),
      r"^out must be logits of shape \(n_models, n, K >= 2\), got tensor"),
     (lambda: train.cross_entropy_per_model(torch.zeros(1, 3, 2, 2), torch.zeros(3, dtype=torch.long)),
      r"^out must be logits"),
     (lambda: train.cross_entropy_per_model(torch.zeros(1, 3, 2), torch.zeros(3)), r"^y "),
     (lambda: train.cross_entropy_per_model(torch.zeros(2, 3, 2), torch.zeros(2, 2, dtype=torch.long)),
-     r"^y must have shape \(3,\) or \(2, 3\), got tensor"),
+     r"^y must have shape \(3,\) or \(2, 3\) \(from out \(n_models, n, K\)\), got tensor"),
     (lambda: train.cross_entropy_per_model(torch.zeros(1, 3, 2), torch.full((3,), 2)), r"^y "),
 ])
 def test_error_messages_name_the_argument(call, match):
@@ -465,3 +465,12 @@ def test_minibatch_indices_follow_the_data_to_its_device(monkeypatch):
     train.train_minibatch(BatchedMLP([2, 3, 1], seeds=[0]), torch.randn(6, 2), torch.randn(6, 1), loss, 1, 3, 0.1,
                           progress=False)
     assert sent == [torch.device("cpu")] * 2 and got == [torch.device("cpu")] * 2
+
+
+@pytest.mark.parametrize("loss", [train.mse_per_model, train.logistic_per_model])
+def test_outputs_with_an_extra_axis_name_out_and_y(loss):
+    out, y = torch.randn(2, 5, 1), torch.ones(5)
+    assert loss(out, y).shape == (2,)
+    for bad in (out[..., None], out[None], out.reshape(10, 1)):
+        with pytest.raises(ValueError, match=r"^y \(targets\) of shape \(5,\) matches neither out \(the outputs\)"):
+            loss(bad, y)

@@ -366,3 +366,70 @@ def test_interval():
     for bad in [(1, 1), (2, 1), (0, float("inf")), (0, float("nan")), (1,), "ab", None, 3]:
         with pytest.raises(ValueError, match="domain must be"):
             V.interval(bad, "domain")
+
+
+def test_config_rules_name_the_field():
+    """lib.validate.config checks a dataclass's fields at construction; each/items/one_of/of_type are rules."""
+    from dataclasses import dataclass
+
+    from lib import validate as V
+
+    @dataclass(frozen=True)
+    class Toy:
+        steps: int = 3
+        phases: tuple = ((0.1, 5),)
+        sizes: tuple = (1, 2)
+        data: str = "digits"
+        name: str = "x"
+
+        def __post_init__(self):
+            V.config(self, {"steps": V.positive_int, "phases": V.each(V.items(V.positive, V.positive_int), min_len=1),
+                            "sizes": V.each(V.positive_int, length=2), "data": V.one_of("digits", "mnist"),
+                            "name": V.of_type(str)})
+
+    Toy()  # valid, and unchanged
+    assert Toy(steps=7).steps == 7
+    for change, match in [(dict(steps=0), r"Toy\.steps must be an int >= 1"),
+                          (dict(steps="3"), r"Toy\.steps must be an int, got str"),
+                          (dict(steps=True), r"Toy\.steps must be an int"),
+                          (dict(phases=()), r"Toy\.phases must be a sequence of at least 1"),
+                          (dict(phases=((0.1, 0),)), r"Toy\.phases\[0\]\[1\] must be an int >= 1"),
+                          (dict(phases=((0.1,),)), r"Toy\.phases\[0\] must be a tuple of 2 items"),
+                          (dict(phases=((-0.1, 5),)), r"Toy\.phases\[0\]\[0\] must be a finite number > 0"),
+                          (dict(sizes=(1,)), r"Toy\.sizes must be a sequence of 2 item"),
+                          (dict(sizes=(1, 0)), r"Toy\.sizes\[1\] must be an int >= 1"),
+                          (dict(sizes=5), r"Toy\.sizes must be a list or tuple"),
+                          (dict(data="cifar"), r"Toy\.data must be one of"),
+                          (dict(name=3), r"Toy\.name must be a str")]:
+        with pytest.raises(ValueError, match=match):
+            Toy(**change)
+
+
+def test_same_size_names_both_arguments():
+    from lib import validate as V
+
+    V.same_size(3, "X", 3, "y")
+    with pytest.raises(V.ArgumentValueError, match=r"X and y must agree in rows, got 3 and 4"):
+        V.same_size(3, "X", 4, "y", "rows")
+
+
+def test_shape_and_label_errors_name_the_argument_they_must_agree_with():
+    from lib import validate as V
+
+    with pytest.raises(V.ArgumentValueError, match=r"^Y must be an array of shape \(3, n\) to agree with F, got"):
+        V.array(np.ones((2, 1)), "Y", shape=(3, None), agree="F")
+    with pytest.raises(V.ArgumentValueError, match=r"^y must be an array of shape \(3,\) to agree with X, got"):
+        V.tensor(torch.ones(2), "y", shape=(3,), agree="X")
+    with pytest.raises(V.ArgumentValueError, match=r"^y must be one label per row of X \(3 rows\), got"):
+        V.labels(np.zeros(2, int), "y", 2, n=3, rows_of="X")
+    with pytest.raises(V.ArgumentValueError, match=r"< 2 \(the number of classes, of out\); it holds 0\.\.2"):
+        V.labels(np.arange(3), "y", 2, classes_of="out")
+    with pytest.raises(V.ArgumentValueError, match=r"^y must be one label per row \(3 rows\), got"):  # unchanged without
+        V.labels(np.zeros(2, int), "y", 2, n=3)
+
+
+def test_is_int_refuses_bools():
+    from lib import validate as V
+
+    assert V.is_int(3) and V.is_int(0) and V.is_int(-2)
+    assert not any(V.is_int(v) for v in (True, False, 2.0, "3", None, np.int64(3)))  # (numpy ints: as isinstance)
