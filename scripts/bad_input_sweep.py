@@ -1050,9 +1050,14 @@ _NETWORK = "a network-only loader of the paper scale (not called offline)"
 _PER_STEP = ("a model method that the book's trainer or estimator calls on every step with tensors it has "
              "already checked (the trainer and the model's constructor are swept); a check here would cost "
              "time on every step")
+_DEVICE_STEP = ("a builder of one training step as a device program (issue 36, lib.device_step), called by its "
+                "trainer after the trainer has checked every argument (the trainer is swept; the step-time script and "
+                "tests/test_paper_steps.py call it on inputs they built); the step it returns "
+                "must not check values, since a check reads them back to the host inside a CUDA graph")
 NOT_SWEPT = {
     "data.fetch": _NETWORK, "data.load_online": _NETWORK, "multiexit.cifar100_protocol": _NETWORK,
     "mae.load_imdb_sentences": _NETWORK,
+    **{name: _DEVICE_STEP for name in ("multiexit.multiexit_step", "mae.sequence_step", "teacher_student.deep_step")},
     "data.md5sum": "the checksum of a file the network loader has just written (the loader is network-only)",
     **{name: _PER_STEP for name in (
         "boolean.StackedMLP.backward", "boolean.StackedMLP.keep_nets", "pruning.MaskedMLP.backward",
