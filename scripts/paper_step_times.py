@@ -57,6 +57,7 @@ class Case:
     paper_steps: int | None
     counted: str            # what paper_steps counts
     program: bool = False   # the trainer has a device program (lib.device_step, issue 36): measured per --modes
+    graph_steps: int = 1    # fewest steps of a timed call in graph/compile mode (so that it reaches the replayed graphs)
 
 
 def notebook_names(stem: str, names: tuple) -> dict:
@@ -314,7 +315,8 @@ def case_ch03(device):
     models = 1 + len(cfg.imdb_targets)  # the VAE and one MAE per target
     return [Case(f"03 IMDB SequenceMAE, vocabulary {vocab:,}, {cfg.imdb_max_tokens + 1} tokens, batch "
                  f"{cfg.imdb_batch}", make, models * cfg.imdb_steps,
-                 f"{models} models (VAE + {len(cfg.imdb_targets)} MAEs) x {cfg.imdb_steps} steps", program=True)]
+                 f"{models} models (VAE + {len(cfg.imdb_targets)} MAEs) x {cfg.imdb_steps} steps", program=True,
+                 graph_steps=200)]  # a call's fixed costs (model, graph capture) are seconds: time past them
 
 
 def case_ch09_deep(device):
@@ -362,11 +364,11 @@ def _timed(run, steps, sync):
     return taken, time.perf_counter() - t1, time.process_time() - c1
 
 
-def measure(run, share: float, sync) -> dict:
+def measure(run, share: float, sync, min_steps: int = 1) -> dict:
     """Warm up with one step, then time calls of growing step counts within ``share`` seconds; then, if time
     is left, one call of twice as many steps: the difference of the two calls gives the *marginal* seconds per
     step (wall and process CPU), free of each call's fixed costs (building the model, moving the data, capturing
-    a CUDA graph), which the estimates use where it was measured."""
+    a CUDA graph), which the estimates use where it was measured. A timed call takes at least ``min_steps``."""
     t0 = time.perf_counter()
     run(1)
     sync()
@@ -378,7 +380,7 @@ def measure(run, share: float, sync) -> dict:
         left = share - (time.perf_counter() - t0)
         if left < per_step:
             break
-        steps = max(1, int(min(TARGET_S, left) / per_step))
+        steps = max(min_steps, int(min(TARGET_S, left) / per_step))
         taken, elapsed, cpu = _timed(run, steps, sync)
         per_step = elapsed / taken
         # process CPU time too: on a loaded CPU it is inflated less than the wall time
@@ -516,7 +518,8 @@ def run_case(case, mode, args, share, sync) -> dict:
         run = case.make_run()
         if args.autocast == "bf16":
             run = under_autocast(run, args.device)
-        row.update(measure(run, share - (time.perf_counter() - t0), sync))
+        row.update(measure(run, share - (time.perf_counter() - t0), sync,
+                           case.graph_steps if mode in ("graph", "compile") else 1))
         if args.flops and "s_per_step" in row:
             row["flops_per_step"] = step_flops(run)
     except Exception as exc:

@@ -259,6 +259,25 @@ def test_sequence_device_program_trains_and_logs(monkeypatch):
     assert all((a == b).all() for a, b in zip(traces[0], traces[1]))
 
 
+def test_sequence_program_does_no_host_work_between_steps(monkeypatch):
+    """Around chapter 03's step, train_mae's device-program path adds only the step's own log writes (a few
+    operators on the device), however often it logs: no per-step copies, clones or draws on the host, which
+    on CUDA would run outside the replayed graphs (issue 36)."""
+    monkeypatch.setenv("REPRO_STEP_MODE", "eager")
+    step = sequence_step()
+    step()
+    per_step = DS.operator_calls(step)
+    calls = {n: DS.operator_calls(lambda: mae.train_mae(
+        mae.SequenceMAE(_tokens(), 11, latent_dim=2, emb=4, hidden=5, k=3, seed=0), [2.0], C=1.0, steps=n, batch=4,
+        log_every=1, clip=1.0, device="cpu")) for n in (8, 24)}
+    assert 0 < (calls[24] - calls[8]) / 16 - per_step <= 8
+    runs, run = [], DS.StepRunner.run  # and the host acts once per chunk of GRAPH_CHUNK steps, not per logged step
+    monkeypatch.setattr(DS.StepRunner, "run", lambda self, n: runs.append(n) or run(self, n))
+    model = mae.SequenceMAE(_tokens(), 11, latent_dim=2, emb=4, hidden=5, k=3, seed=0)
+    mae.train_mae(model, [2.0], steps=3 * mae.GRAPH_CHUNK + 1, batch=4, log_every=1, device="cpu")
+    assert runs == [mae.GRAPH_CHUNK] * 3 + [1]
+
+
 # ------------------------------------------------------------------------------- which path runs
 
 def test_the_cpu_keeps_its_host_loops_and_modes_are_checked(monkeypatch):
