@@ -175,7 +175,6 @@ def test_committed_results_have_provenance():
 SWEEP_PENDING = {
     "02_inductive_bias": "lib.maxmargin's full-dimensional sectors and the rebuilt checks (issue 32)",
     "04_distillation": "one max-margin solver, the DKW-sized KS check, binomial p-values (issue 32)",
-    "06_boolean_swaps_pruning": "stronger pruning experiments; Fig. 3.10's saddles counted without the start (issue 32)",
     "09_student_specialisation": "the Fig. 3 check, thin in the sweep of f3db7a2 (3.0 sd mean, 0.07 sd smallest), "
                                  "became a report over 25 draws, verdict not reproduced (issue 34)",
 }
