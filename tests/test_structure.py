@@ -176,8 +176,6 @@ SWEEP_PENDING = {
     "02_inductive_bias": "its sweep of 310ca58 failed at seed 19 (24 of 25 runs pass): the outer k-means clusters of W7 "
                          "were of one sign of W8 (0.0 against 1.0 elsewhere); a measure independent of the k-means split is needed",
     "04_distillation": "one max-margin solver, the DKW-sized KS check, binomial p-values (issue 32)",
-    "09_student_specialisation": "the Fig. 3 check, thin in the sweep of f3db7a2 (3.0 sd mean, 0.07 sd smallest), "
-                                 "became a report over 25 draws, verdict not reproduced (issue 34)",
 }
 
 
