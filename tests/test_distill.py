@@ -284,6 +284,14 @@ def test_hard_margin_svm_refuses_an_answer_without_its_optimality_certificate(mo
         monkeypatch.setattr(MM, "max_margin", bad)
         with pytest.raises(ValueError, match="failed its relative optimality test"):
             D.hard_margin_svm(X, w)
+    # the solver's own inaccuracy at n > d (a few 1e-9, seen in chapter 04's sweep) passes; 1e-5 does not
+    monkeypatch.setattr(MM, "max_margin", lambda Z, return_alpha: ((1 - 5e-9) * good(Z, return_alpha=True)[0],
+                                                                   good(Z, return_alpha=True)[1]))
+    np.testing.assert_allclose(D.hard_margin_svm(X, w), [0.5, 1.0, 2.0], rtol=1e-8)
+    monkeypatch.setattr(MM, "max_margin", lambda Z, return_alpha: ((1 - 1e-5) * good(Z, return_alpha=True)[0],
+                                                                   good(Z, return_alpha=True)[1]))
+    with pytest.raises(ValueError, match="failed its relative optimality test"):
+        D.hard_margin_svm(X, w)
     monkeypatch.setattr(MM, "max_margin", good)
     np.testing.assert_allclose(D.hard_margin_svm(X, w), [0.5, 1.0, 2.0], atol=1e-12)
 
