@@ -237,3 +237,37 @@ def test_lift_is_the_composition_with_the_projection(alpha):
     np.testing.assert_allclose(B.network_output(lifted, X, alpha), _plain_forward(net, X @ d + offset, alpha),
                                atol=1e-12)
     assert lifted[0][0].shape == (net[0][0].shape[0], 3)
+
+
+def test_error_messages_name_the_argument_exactly():
+    # the messages themselves (a test matching only a substring lets a garbled argument name through)
+    with pytest.raises(ValueError, match=r"^changes \(class changes along the line\) must be an int >= 0 and <= 16, got 17$"):
+        L.min_width_1d(17, 0.1)
+    assert L.min_width_1d(16, 0.1) == 15  # the largest count the exhaustive test takes
+    with pytest.raises(ValueError, match=r"^alpha \(the leak\) must be"):
+        L.min_width_1d(3, 1.0)
+    with pytest.raises(ValueError, match=r"^changes must be >= 1: a net with no sign change is a constant$"):
+        L.alternating_network(0, 0.1)
+    for bad in (2, 5):  # width must be changes - 1 or changes
+        with pytest.raises(ValueError, match=rf"^width must be an int >= 3 and <= 4, got {bad}$"):
+            L.alternating_network(4, 0.1, width=bad)
+    net = L.alternating_network(3, 0.1)
+    with pytest.raises(ValueError, match=r"^direction must be"):
+        L.lift(net, np.ones((2, 2)), 0.0)
+    with pytest.raises(ValueError, match=r"^offset must be"):
+        L.lift(net, np.ones(3), float("nan"))
+    with pytest.raises(ValueError, match=r"^params must have a hidden layer \(at least two \(W, b\) layers\), got 1$"):
+        L.lift(net[:1], np.ones(3), 0.0)
+    with pytest.raises(ValueError, match=r"^params\[0\] W must be an array of shape \(n, 1\)"):
+        L.lift([(np.ones((2, 2)), np.zeros(2)), (np.ones((1, 2)), np.zeros(1))], np.ones(3), 0.0)
+
+
+def test_nets_are_float64_and_the_leak_is_read_as_a_fraction():
+    for changes, alpha in ((4, 0.1), (5, 0.0), (3, 0.3)):
+        for width in (L.min_width_1d(changes, alpha), changes):
+            for W, b in L.alternating_network(changes, alpha, width):
+                assert W.dtype == np.float64 and b.dtype == np.float64, (changes, alpha, width)
+    # alpha is read as the nearest fraction of denominator <= 10^9 (so 0.123456789 exactly, not the float's
+    # binary expansion nor a coarser fraction); with facings (right, right), m = (1, -1, 1 / alpha)
+    m, facing = L.alternating_slopes(3, 0.123456789)
+    assert facing == (True, True) and m[2] == Fraction(10 ** 9, 123456789)
