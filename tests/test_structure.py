@@ -175,8 +175,6 @@ def test_committed_results_have_provenance():
 SWEEP_PENDING = {
     "02_inductive_bias": "its sweep of 310ca58 failed at seed 19 (24 of 25 runs pass): the outer k-means clusters of W7 "
                          "were of one sign of W8 (0.0 against 1.0 elsewhere); a measure independent of the k-means split is needed",
-    "04_distillation": "its sweep of 310ca58 failed 4 of 25 runs (seeds 8, 10, 12, 19) on hard_margin_svm's certificate, "
-                       "too strict for the solver's accuracy (fixed in bc93e15; those seeds pass since); to be swept again",
 }
 
 
