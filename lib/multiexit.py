@@ -241,6 +241,16 @@ def _exit_wise(logits, y):
                .reshape(y.shape).sum(-1) / count for z in logits) / len(logits)
 
 
+def _anneal(zs, tau, active, mu, mult):
+    """Algorithm 6.1's annealing check on teacher logits ``zs`` (each ``(n_models, n, K)``): the batch-mean max
+    probability of the averaged teachers, plain (``conf``) and tempered (``adj``), and the temperatures after
+    the check (tau * mult where ``active`` and adj > mu). Shared by :class:`TemperatureAnnealer` (host) and
+    :func:`multiexit_step` (device program; no host synchronisation)."""
+    conf = (sum(F.softmax(z, -1) for z in zs) / len(zs)).max(-1).values.mean(-1)
+    adj = (sum(F.softmax(z / tau[:, None, None], -1) for z in zs) / len(zs)).max(-1).values.mean(-1)
+    return conf, adj, torch.where(active & (adj > mu), tau * mult, tau)
+
+
 class TemperatureAnnealer:
     """Temperature annealing of Algorithm 6.1: tau <- tau * mult whenever the batch-mean max probability
     of the tempered teacher, softmax(z_teacher / tau), exceeds ``mu``. tau never decreases.
@@ -276,13 +286,11 @@ class TemperatureAnnealer:
             zs = [z[None] for z in zs]
         if zs[0].shape[0] != len(self.tau):
             raise ValueError(f"expected logits for {len(self.tau)} models, got {zs[0].shape[0]}")
-        tau = self.tau[:, None, None]
-        conf = (sum(F.softmax(z, -1) for z in zs) / len(zs)).max(-1).values.mean(-1)
-        adj = (sum(F.softmax(z / tau, -1) for z in zs) / len(zs)).max(-1).values.mean(-1)
+        conf, adj, new_tau = _anneal(zs, self.tau, self.active, self.mu, self.mult)
         self.log["conf"].append(conf.numpy().copy())
         self.log["adj_conf"].append(adj.numpy().copy())
         self.log["tau"].append(self.tau.numpy().copy())
-        self.tau = torch.where(self.active & (adj > self.mu), self.tau * self.mult, self.tau)
+        self.tau = new_tau
         return self.tau
 
     def history(self) -> dict:
@@ -611,12 +619,11 @@ def multiexit_step(model: MultiExitCNN, X, y, distill, cfg: MultiExitConfig, tea
         loss = (_exit_wise(logits, yb) + distill * _distillation(logits, annealer.tau, sets, weights)).sum()
         opt.update(gradients(loss, params))
         with torch.no_grad():  # TemperatureAnnealer.step on the device
-            zs, tau = [logits[t].detach().float() for t in teacher_ids], annealer.tau[:, None, None]
-            conf = (sum(F.softmax(z, -1) for z in zs) / len(zs)).max(-1).values.mean(-1)
-            adj = (sum(F.softmax(z / tau, -1) for z in zs) / len(zs)).max(-1).values.mean(-1)
+            conf, adj, new_tau = _anneal([logits[t].detach().float() for t in teacher_ids], annealer.tau, active,
+                                         annealer.mu, annealer.mult)
             buf.index_copy_(1, at, torch.stack([conf, adj, annealer.tau])[:, None])
             at.add_(1)
-            annealer.tau.copy_(torch.where(active & (adj > annealer.mu), annealer.tau * annealer.mult, annealer.tau))
+            annealer.tau.copy_(new_tau)
         return loss.detach()
     return step
 
