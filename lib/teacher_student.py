@@ -807,7 +807,7 @@ def _train_deep(teacher, student, X, steps, lr, batch_size, seed, record_at, ops
     X = ops.put(X)
     _, ft = _deep_forward([(ops.put(W), ops.put(b)) for W, b in teacher], X, ops)
     Y = ft[-1]
-    S, N, L = net[0][0].shape[0], X.shape[0], len(net)
+    S, N = net[0][0].shape[0], X.shape[0]
     rng = np.random.default_rng(seed)
     record, snaps = set(record_at), {}
 
@@ -829,16 +829,7 @@ def _train_deep(teacher, student, X, steps, lr, batch_size, seed, record_at, ops
         else:
             idx = next(batches)
             x, y = X[idx], Y[idx]
-        zs, fs = _deep_forward(net, x, ops)
-        g = y - fs[-1]                                            # g_L = f*_L − f_L
-        for l in range(L - 1, -1, -1):
-            W, b = net[l]
-            dW = ops.swap(g) @ fs[l]
-            db = g.sum(-2)
-            if l:
-                g = (g @ W) * (zs[l - 1] > 0)                     # g_{l−1} = D_{l−1} W_lᵀ g_l
-            W += step * dW
-            b += step * db
+        _deep_sgd_update(net, x, y, step, ops)
         if (t + 1) % 256 == 0 or t + 1 == steps:
             V.finite_loss(sum(W.sum() for W, _ in net), t + 1, lr, what="student weights")
     if steps in record:
@@ -863,16 +854,24 @@ def deep_step(net, X, Y, batch_size, rate):
         else:
             idx = torch.randint(N, (S, batch_size), device=X.device)
             x, y = X[idx], Y[idx]
-        zs, fs = _deep_forward(net, x, _TorchOps)
-        g = y - fs[-1]                                            # g_L = f*_L − f_L, then as _train_deep
-        for l in range(len(net) - 1, -1, -1):
-            W, b = net[l]
-            dW, db = _TorchOps.swap(g) @ fs[l], g.sum(-2)
-            if l:
-                g = (g @ W) * (zs[l - 1] > 0)
-            W.add_(rate * dW)
-            b.add_(rate * db)
+        _deep_sgd_update(net, x, y, rate, _TorchOps)
     return step
+
+
+def _deep_sgd_update(net, x, y, step, ops):
+    """One SGD step of the deep students on the minibatch ``(x, y)``, in place: backpropagation of the squared
+    error by hand and ``W += step dW`` (``step``: learning rate / batch size, a float or a 0-d tensor). Shared
+    by :func:`_train_deep` (numpy or torch on the host) and :func:`deep_step` (the device program)."""
+    zs, fs = _deep_forward(net, x, ops)
+    g = y - fs[-1]                                                # g_L = f*_L − f_L
+    for l in range(len(net) - 1, -1, -1):
+        W, b = net[l]
+        dW = ops.swap(g) @ fs[l]
+        db = g.sum(-2)
+        if l:
+            g = (g @ W) * (zs[l - 1] > 0)                         # g_{l−1} = D_{l−1} W_lᵀ g_l
+        W += step * dW
+        b += step * db
 
 
 def _train_deep_program(teacher, student, X, steps, lr, batch_size, seed, record_at, device, mode):
