@@ -177,6 +177,8 @@ SWEEP_PENDING = {
     "04_distillation": "one max-margin solver, the DKW-sized KS check, binomial p-values (issue 32)",
     "05_multi_exit": "30 EW/D and 8 DS seeds for room; check 5's lower bound on the tempered confidence (issue 32)",
     "06_boolean_swaps_pruning": "stronger pruning experiments; Fig. 3.10's saddles counted without the start (issue 32)",
+    "08_local_linearity_comparisons": "review of 08: the k = 1 circle accuracy (a linear classifier) becomes a reading; "
+                                      "the §7.3.1 note reads the thesis' figure from the source's accuracy",
     "09_student_specialisation": "the Fig. 3 check, thin in the sweep of f3db7a2 (3.0 sd mean, 0.07 sd smallest), "
                                  "became a report over 25 draws, verdict not reproduced (issue 34)",
 }
