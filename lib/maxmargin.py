@@ -649,6 +649,36 @@ def project_top2(W) -> np.ndarray:
     return W @ (sign * Vt[:2]).T
 
 
+def sign_split_share(P, signs, quantile: float = 0.5) -> float:
+    """How well one line through the origin splits the outer points of ``P`` by ``signs`` (Fig. 3.4b, chapter 02).
+
+    ``P`` (n, 2): rows of W7 projected by :func:`project_top2`; ``signs`` (n,): the outer weights W8, of which
+    only the sign counts. The outer points are those whose norm exceeds the ``quantile`` of the norms. Returns
+    the largest share of them that lies on the side ``sign(<p, u>) = sign(signs)`` of a line with normal
+    ``u``, over all ``u`` (exact: the share changes only where ``u`` is perpendicular to a point, so the
+    arcs between those angles are tried at their midpoints). 1 means the outer rows fall into two groups
+    by the sign of W8, whatever a clustering makes of them; random signs give about 0.6 to 0.7.
+    """
+    P = _as_matrix(P, "P")
+    if P.shape[1] != 2:
+        raise ValueError(f"P must have 2 columns (projected rows), got {P.shape[1]}")
+    s = np.sign(V.array(signs, "signs", ndim=1))
+    if s.shape != (len(P),):
+        raise V.ArgumentValueError(f"signs must have one entry per row of P ({len(P)}), got {s.shape[0]}")
+    if not s.all():
+        raise ValueError("signs must be non-zero (a zero outer weight has no sign)")
+    quantile = V.fraction(quantile, "quantile")
+    r = np.linalg.norm(P, axis=1)
+    outer = r > np.quantile(r, quantile)
+    if not outer.any():
+        raise ValueError("no point lies outside the quantile of the norms (all points have the same norm)")
+    Po, so = P[outer], s[outer]
+    cuts = np.sort(np.mod(np.arctan2(Po[:, 1], Po[:, 0])[:, None] + [np.pi / 2, -np.pi / 2], 2 * np.pi).ravel())
+    mids = cuts + np.diff(cuts, append=cuts[0] + 2 * np.pi) / 2
+    U = np.stack([np.cos(mids), np.sin(mids)], axis=1)
+    return float((np.sign(Po @ U.T) == so[:, None]).mean(axis=0).max())
+
+
 # --------------------------------------------------------------------------------------------
 # beyond orthogonal separability: the CNN of Table 3.1 (thesis §3.4.3 = paper App. D)
 

@@ -1056,3 +1056,57 @@ def test_vectors_name_what_they_must_agree_with():
         mm.gamma_star(np.ones(3), np.ones(2))
     with pytest.raises(ValueError, match=r"^w_plus must be an array of shape \(2,\) to agree with the columns of X or W"):
         mm.theorem_residuals(np.ones((3, 2)), np.array([1.0, -1.0, 1.0]), np.ones(3), np.ones(2))
+
+
+def _split_share_brute(P, signs, quantile):
+    """Independent: the share for 200,000 directions on a grid, the outer points chosen by sorting."""
+    r = np.linalg.norm(P, axis=1)
+    keep = np.argsort(r)[int(np.floor(quantile * (len(r) - 1))) + 1:]  # strictly above the quantile (distinct norms)
+    t = np.linspace(0, 2 * np.pi, 200_000, endpoint=False)
+    agree = np.sign(P[keep] @ np.stack([np.cos(t), np.sin(t)])) == np.sign(signs[keep])[:, None]
+    return agree.mean(axis=0).max()
+
+
+def test_sign_split_share_against_a_grid_of_directions():
+    rng = np.random.default_rng(3)
+    for trial in range(30):
+        n = int(rng.integers(5, 40))
+        P = rng.normal(size=(n, 2)) * rng.uniform(0.1, 2, size=(n, 1))
+        signs = rng.choice([-1.0, 1.0], n) * rng.uniform(0.5, 2, n)
+        if trial % 3 == 0:  # a planted split: sign = side of a random line, then a few flipped
+            u = rng.normal(size=2)
+            signs = np.sign(P @ u) * rng.uniform(0.5, 2, n)
+            signs[: trial % 4] *= -1
+        q = float(rng.choice([0.0, 0.25, 0.5, 0.75]))
+        assert mm.sign_split_share(P, signs, q) == pytest.approx(_split_share_brute(P, signs, q), abs=1e-12)
+
+
+def test_sign_split_share_cases():
+    # two outer groups of opposite sign on either side of the origin and an inner mixed blob: 1 at the median,
+    # and lower once the inner points count
+    outer = np.array([[3.0, 0.1], [3.1, -0.2], [2.9, 0.0], [-3.0, 0.2], [-2.8, -0.1], [-3.2, 0.0]])
+    inner = np.array([[0.1, 0.0], [-0.1, 0.05], [0.0, 0.1], [0.05, -0.1], [0.02, 0.03], [-0.04, -0.02]])
+    P = np.vstack([outer, inner])
+    signs = np.array([1, 1, 1, -1, -1, -1, 1, 1, -1, -1, 1, -1.0])
+    assert mm.sign_split_share(P, signs, 0.5) == 1.0
+    assert mm.sign_split_share(P, signs, 0.0) < 1.0
+    # the groups need not be opposite: two sign-pure groups at 90 degrees are split by a line as well
+    assert mm.sign_split_share(np.array([[1.0, 0.0], [1.1, 0.0], [0.0, 1.0], [0.0, 1.2]]), [1, 1, -1, -1], 0.0) == 1.0
+    # one sign on both sides of the origin cannot be split by a line: at best half of it
+    assert mm.sign_split_share(np.array([[1.0, 0.0], [-1.0, 0.0], [1.0, 0.1], [-1.0, -0.1]]), [1, 1, -1, -1], 0.0) == 0.5
+    # only the outer points count: flipping an inner sign changes nothing
+    flipped = signs.copy()
+    flipped[8] *= -1
+    assert mm.sign_split_share(P, flipped, 0.5) == 1.0
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: mm.sign_split_share(np.ones((3, 3)), [1, 1, 1]), r"^P must have 2 columns"),
+    (lambda: mm.sign_split_share(np.ones((3, 2)), [1, 1]), r"^signs must have one entry per row of P \(3\), got 2$"),
+    (lambda: mm.sign_split_share(np.eye(2), [1, 0]), r"^signs must be non-zero"),
+    (lambda: mm.sign_split_share(np.eye(2), [1, -1], quantile=1.0), r"^quantile must be"),
+    (lambda: mm.sign_split_share(np.eye(2), [1, -1]), r"^no point lies outside"),
+])
+def test_sign_split_share_refuses_bad_input(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
