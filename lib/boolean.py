@@ -873,12 +873,9 @@ def train_boolean_nets(tables, width: int, depth: int, alpha: float, trials: int
     t, n = check_tables(tables, max_n=12)
     lr, seed = V.positive(lr, "lr"), V.seed(seed)
     T2 = np.atleast_2d(t)
-    if not V.is_int(compact_every) or compact_every < 1:
-        raise ValueError(f"compact_every must be a positive int, got {compact_every!r}")
-    if not V.is_int(trials) or trials < 1 or not V.is_int(epochs) or epochs < 1:
-        raise ValueError(f"trials and epochs must be positive ints, got {trials!r}, {epochs!r}")
-    if not V.is_int(width) or not V.is_int(depth) or width < 1 or depth < 1:
-        raise ValueError(f"width and depth must be positive ints, got {width!r}, {depth!r}")
+    compact_every, trials, epochs = (V.positive_int(compact_every, "compact_every"), V.positive_int(trials, "trials"),
+                                     V.positive_int(epochs, "epochs"))
+    width, depth = V.positive_int(width, "width"), V.positive_int(depth, "depth")
     device = as_device(device)
     F = len(T2)
     X = torch.tensor(cube(n), dtype=torch.float32)
@@ -938,13 +935,10 @@ def prune_and_finetune(table, width: int, alpha: float, parents: int, epochs: in
     if t.ndim != 1:
         raise ValueError("prune_and_finetune takes one truth table")
     lr, seed = V.positive(lr, "lr"), V.seed(seed)
-    if not V.is_int(width) or not V.is_int(max_width) or not 1 <= max_width <= width:
-        raise ValueError(f"need ints 1 <= max_width <= width, got {max_width!r}, {width!r}")
-    if not V.is_int(parents) or parents < 1 or not V.is_int(epochs) or epochs < 1:
-        raise ValueError(f"parents and epochs must be positive ints, got {parents!r}, {epochs!r}")
-    finetune_epochs = epochs if finetune_epochs is None else finetune_epochs
-    if not V.is_int(finetune_epochs) or finetune_epochs < 1:
-        raise ValueError(f"finetune_epochs must be a positive int, got {finetune_epochs!r}")
+    width = V.positive_int(width, "width")
+    max_width = V.positive_int(max_width, "max_width", max=width)
+    parents, epochs = V.positive_int(parents, "parents"), V.positive_int(epochs, "epochs")
+    finetune_epochs = epochs if finetune_epochs is None else V.positive_int(finetune_epochs, "finetune_epochs")
     device = as_device(device)
     X = torch.tensor(cube(n), dtype=torch.float32, device=device)
     labels = torch.tensor(t, dtype=torch.float32, device=device)[:, None]
@@ -984,8 +978,7 @@ def xor1d_local_optima(n_nets: int, steps: int = 500, lr: float = 0.1, seed: int
     He-normal weights, zero biases. Returns (final losses (n_nets,), parameters dict of arrays).
     Runs on the CPU at every scale: the thesis' 1,000 two-unit nets take about a second there.
     """
-    if not V.is_int(n_nets) or n_nets < 1 or not V.is_int(steps) or steps < 1:
-        raise ValueError(f"n_nets and steps must be positive ints, got {n_nets!r}, {steps!r}")
+    n_nets, steps = V.positive_int(n_nets, "n_nets"), V.positive_int(steps, "steps")
     lr, seed = V.positive(lr, "lr"), V.seed(seed)
     gen = torch.Generator().manual_seed(int(seed))
     w = (torch.randn(2, n_nets, generator=gen) * math.sqrt(2.0)).requires_grad_()

@@ -64,8 +64,7 @@ def synthetic_2d(kind: str, n: int, seed: int, noise: float = 0.1, test_fraction
     """A 2-D binary problem (labels 0/1): ``moons``, ``circles`` or ``xor`` (four Gaussian blobs)."""
     from sklearn.datasets import make_circles, make_moons
 
-    if not V.is_int(n) or n < 4:
-        raise ValueError(f"n must be an int >= 4, got {n!r}")
+    n = V.integer(n, "n", min=4)
     noise = V.nonnegative(noise, "noise")
     seed = V.seed(seed)
     test_fraction = V.fraction(test_fraction, "test_fraction", low_open=True)
@@ -129,8 +128,7 @@ def make_mnist1d(num_samples: int = 5000, seed: int = 42, cache: bool = True) ->
     aside) and its 80/20 train/test split; never downloads. The result is cached under
     ``~/.cache/relu-book`` (override with ``REPRO_CACHE``) since generation takes seconds.
     """
-    if not V.is_int(num_samples) or num_samples < 10:
-        raise ValueError(f"num_samples must be an int >= 10, got {num_samples!r}")
+    num_samples = V.integer(num_samples, "num_samples", min=10)
     seed = V.seed(seed)
     path = CACHE_DIR / f"mnist1d_n{num_samples}_s{seed}.npz"
     if cache and path.exists():
