@@ -1090,10 +1090,14 @@ def test_sign_split_share_cases():
     signs = np.array([1, 1, 1, -1, -1, -1, 1, 1, -1, -1, 1, -1.0])
     assert mm.sign_split_share(P, signs, 0.5) == 1.0
     assert mm.sign_split_share(P, signs, 0.0) < 1.0
+    # (quantile 0 keeps the points above the smallest norm: a fifth point near 0 is the one left out)
+    near0 = [[0.01, 0.0]]
     # the groups need not be opposite: two sign-pure groups at 90 degrees are split by a line as well
-    assert mm.sign_split_share(np.array([[1.0, 0.0], [1.1, 0.0], [0.0, 1.0], [0.0, 1.2]]), [1, 1, -1, -1], 0.0) == 1.0
+    assert mm.sign_split_share(np.array(near0 + [[1.0, 0.0], [1.1, 0.05], [0.05, 1.0], [0.0, 1.2]]),
+                               [-1, 1, 1, -1, -1], 0.0) == 1.0
     # one sign on both sides of the origin cannot be split by a line: at best half of it
-    assert mm.sign_split_share(np.array([[1.0, 0.0], [-1.0, 0.0], [1.0, 0.1], [-1.0, -0.1]]), [1, 1, -1, -1], 0.0) == 0.5
+    assert mm.sign_split_share(np.array(near0 + [[1.0, 0.0], [-1.02, 0.0], [1.01, 0.101], [-1.03, -0.103]]),
+                               [1, 1, 1, -1, -1], 0.0) == 0.5
     # only the outer points count: flipping an inner sign changes nothing
     flipped = signs.copy()
     flipped[8] *= -1
