@@ -632,6 +632,7 @@ def _specs():
         ("maxmargin", "norm_split", lambda: dict(W=(Wm(), A), a=(am(), "array_nd"))),
         ("maxmargin", "top_singular_values", lambda: dict(W=(Wm(), A), k=(2, C))),
         ("maxmargin", "project_top2", lambda: dict(W=(Wm(), A))),
+        ("maxmargin", "sign_split_share", lambda: dict(P=(MM.project_top2(Wm()), A), signs=(am(), "array_nd"), quantile=(0.5, "fraction"))),
         ("maxmargin", "Table31CNN", lambda: dict(image_size=(8, C), fc_scale=(0.05, RA), seed=(0, SE))),
         ("maxmargin", "two_layer_report", lambda: dict(W=(Wm(), A), a=(am(), "array_nd"), X=(Xpm()[0], A), y=(Xpm()[1], A), X_test=(Xpm()[0], A),
                                                         big=(0.1, "nonneg"))),
