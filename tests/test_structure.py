@@ -175,8 +175,6 @@ def test_committed_results_have_provenance():
 SWEEP_PENDING = {
     "02_inductive_bias": "the Fig. 3.4b sign check no longer uses the k-means clusters (it failed at seed 19 of the sweep "
                          "of 310ca58): one line through 0 splits the rows beyond the median by the sign of W8",
-    "03_mutual_autoencoder": "'text: exact reconstructions, MAE minus VAE' had 3.87 / 1.97 sds of room in the sweep of 310ca58; "
-                             "the quick run now trains the sentence stand-in at two seeds and checks their mean",
     "08_local_linearity": "the full run of 5f664d0 records the negative half's errors by depth: 'Paper vs this book' "
                           "shows their ratio (a new row), the coverage verdict of §5.3 changes with it",
     "08_local_linearity_image_networks": "review of 08: 'finest minus coarsest grid' becomes a reading; the zoo trains "
