@@ -126,7 +126,7 @@ _BF_BAD = [
     (lambda: BF.train_accuracy([0, 1, 2, 0], 2, 1, 0.1, 1, 1), r"^tables \(truth table\) must hold only the values 0 or 1$"),
     (lambda: BF.train_accuracy([0, 1, 1, 0], 2, 1, 0.1, 1, 1, lr=0.0, progress=False), r"^lr must be"),
     (lambda: BF.train_accuracy([0, 1, 1, 0], 2, 1, 0.1, 1, 1, compact_every=0, progress=False),
-     r"^compact_every must be a positive int, got 0$"),
+     r"^compact_every must be an int >= 1, got 0$"),
 ]
 
 
