@@ -173,8 +173,6 @@ def test_committed_results_have_provenance():
 # which would read the old sweep, is skipped.
 # README, "Not yet verified", says the same to readers; issue 32 stays open while this is not empty.
 SWEEP_PENDING = {
-    "02_inductive_bias": "the Fig. 3.4b sign check no longer uses the k-means clusters (it failed at seed 19 of the sweep "
-                         "of 310ca58): one line through 0 splits the rows beyond the median by the sign of W8",
     "08_local_linearity": "the full run of 5f664d0 records the negative half's errors by depth: 'Paper vs this book' "
                           "shows their ratio (a new row), the coverage verdict of §5.3 changes with it",
     "08_local_linearity_image_networks": "review of 08: 'finest minus coarsest grid' becomes a reading; the zoo trains "
