@@ -175,8 +175,6 @@ def test_committed_results_have_provenance():
 SWEEP_PENDING = {
     "08_local_linearity": "the full run of 5f664d0 records the negative half's errors by depth: 'Paper vs this book' "
                           "shows their ratio (a new row), the coverage verdict of §5.3 changes with it",
-    "08_local_linearity_image_networks": "review of 08: 'finest minus coarsest grid' becomes a reading; the zoo trains "
-                                         "without per-net progress bars",
 }
 
 
