@@ -172,10 +172,7 @@ def test_committed_results_have_provenance():
 # failure for them (strict: the entry must go as soon as the sweep is committed), and the room test,
 # which would read the old sweep, is skipped.
 # README, "Not yet verified", says the same to readers; issue 32 stays open while this is not empty.
-SWEEP_PENDING = {
-    "08_local_linearity": "the full run of 5f664d0 records the negative half's errors by depth: 'Paper vs this book' "
-                          "shows their ratio (a new row), the coverage verdict of §5.3 changes with it",
-}
+SWEEP_PENDING = {}
 
 
 def _chapters_expecting_failure(pending: dict, why: str):
