@@ -196,3 +196,212 @@ def test_smoke_switch_needs_the_paper_scale(monkeypatch):
     monkeypatch.setenv("REPRO_PAPER_SMOKE", "1")  # at the quick scale of conftest
     with pytest.raises(ValueError, match="is for REPRO_SCALE=paper only"):
         data.load_online("mnist")  # the scale's own refusal comes first
+
+
+# --- values, not only shapes (issue 37: data's mutation record) ------------------------------------
+
+def test_split_is_a_seeded_permutation_with_rows_and_labels_kept_together():
+    X = np.arange(20, dtype=float).reshape(10, 2)
+    y = np.arange(10) % 3
+    s = data._split(X, y, 0.3, seed=5, name="toy")
+    assert (len(s.y_test), len(s.y_train)) == (3, 7) and s.name == "toy"
+    rows = np.concatenate([s.X_test.numpy(), s.X_train.numpy()])
+    order = np.random.default_rng(5).permutation(10)  # the same permutation, drawn independently
+    assert np.array_equal(rows, X[order])
+    assert np.array_equal(np.concatenate([s.y_test, s.y_train]), y[order])
+    assert s.X_train.dtype == torch.float32 and s.y_test.dtype == torch.int64
+    assert len(data._split(X, y, 0.01, seed=0, name="").y_test) == 1  # never an empty test set
+    for bad in (0.0, 1.0, 1.5):
+        with pytest.raises(ValueError, match="test_fraction"):
+            data._split(X, y, bad, seed=0, name="")
+
+
+def test_synthetic_2d_labels_follow_the_geometry():
+    xor = data.synthetic_2d("xor", 400, seed=2, noise=0.01, test_fraction=0.25)
+    assert len(xor.y_test) == 100 and xor.name == "xor-400"
+    X, y = xor.X_train.numpy(), xor.y_train.numpy()
+    assert np.allclose(np.abs(X), 0.5, atol=0.05)  # the four blobs sit at (+-0.5, +-0.5)
+    assert np.array_equal(y, (X[:, 0] > 0) ^ (X[:, 1] > 0))
+    circles = data.synthetic_2d("circles", 200, seed=0, noise=0.0)
+    r = np.linalg.norm(circles.X_train.numpy(), axis=1)
+    assert np.allclose(r, np.where(circles.y_train.numpy() == 1, 0.5, 1.0), atol=1e-6)
+    moons = data.synthetic_2d("moons", 200, seed=0, noise=0.0)
+    X, y = moons.X_train.numpy().astype(float), moons.y_train.numpy()
+    centre = np.where(y[:, None] == 0, [0.0, 0.0], [1.0, 0.5])  # sklearn's two half circles of radius 1
+    assert np.allclose(np.linalg.norm(X - centre, axis=1), 1.0, atol=1e-5)
+    noisy = data.synthetic_2d("moons", 200, seed=0, noise=0.3)
+    assert not np.allclose(np.linalg.norm(noisy.X_train.numpy() - centre, axis=1), 1.0, atol=0.05)
+
+
+def test_digits_unscaled_and_the_default_test_fraction():
+    raw = data.load_digits_split(standardize=False, seed=3)
+    assert float(raw.X_train.max()) == 16.0 and len(raw.y_test) == round(0.25 * 1797)
+    scaled = data.load_digits_split(seed=3)
+    assert torch.equal(scaled.X_train * 16.0, raw.X_train) and raw.name == "digits"
+
+
+def test_datasplit_repr_names_shapes_and_classes():
+    s = data.synthetic_2d("xor", 8, seed=0)
+    assert repr(s) == "DataSplit('xor-8': train (4, 2), test (4, 2), classes [0, 1])"
+
+
+def test_mnist1d_without_cache_writes_nothing_and_a_cached_set_is_read_back(tmp_path, monkeypatch):
+    import mnist1d.data
+
+    monkeypatch.setattr(data, "CACHE_DIR", tmp_path)
+    d = data.make_mnist1d(num_samples=100, seed=1, cache=False)
+    assert not list(tmp_path.iterdir())
+    other = data.make_mnist1d(num_samples=100, seed=2, cache=False)
+    assert not torch.equal(other.X_train, d.X_train)
+    data.make_mnist1d(num_samples=100, seed=1)
+    monkeypatch.setattr(mnist1d.data, "make_dataset", lambda args: pytest.fail("must read the cache"))
+    again = data.make_mnist1d(num_samples=100, seed=1)
+    assert torch.equal(again.X_test, d.X_test) and torch.equal(again.y_train, d.y_train)
+    assert again.y_train.dtype == torch.int64 and again.X_train.dtype == torch.float32
+    assert again.name == "mnist1d" and [p.name for p in tmp_path.iterdir()] == ["mnist1d_n100_s1.npz"]
+
+
+def test_md5sum_reads_files_larger_than_one_chunk(tmp_path):
+    import hashlib
+
+    blob = np.random.default_rng(0).bytes(3 * (1 << 20) + 17)
+    (tmp_path / "f").write_bytes(blob)
+    assert data.md5sum(tmp_path / "f") == hashlib.md5(blob).hexdigest()
+
+
+def test_fetch_keeps_a_verified_file_and_replaces_a_wrong_one(tmp_path, monkeypatch):
+    import hashlib
+    import io
+
+    good = hashlib.md5(b"right").hexdigest()
+    (tmp_path / "sub").mkdir()
+    kept = tmp_path / "sub" / "f"
+    kept.write_bytes(b"right")
+    monkeypatch.setattr(urllib.request, "urlopen", lambda *a, **k: pytest.fail("must not download"))
+    assert data.fetch("https://example.invalid/f", kept, good) == kept
+    calls = []
+
+    def serve(url, timeout):
+        calls.append((url, timeout))
+        return io.BytesIO(b"right")
+    monkeypatch.setattr(urllib.request, "urlopen", serve)
+    kept.write_bytes(b"wrong")
+    new = tmp_path / "a" / "b" / "g"  # parent folders are made
+    assert data.fetch("https://example.invalid/f", kept, good, timeout=7.5) == kept
+    assert data.fetch("https://example.invalid/g", new, good) == new
+    assert kept.read_bytes() == b"right" and new.read_bytes() == b"right"
+    assert calls == [("https://example.invalid/f", 7.5), ("https://example.invalid/g", 60.0)]
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == ["f", "g"]  # no .part files
+
+
+def test_fetch_checksum_mismatch_leaves_no_file(tmp_path, monkeypatch):
+    import io
+
+    monkeypatch.setattr(urllib.request, "urlopen", lambda *a, **k: io.BytesIO(b"x" * 10))
+    with pytest.raises(data.OfflineDataError, match=r"^checksum mismatch for https://e\.invalid/x: expected md5 0{32}"):
+        data.fetch("https://e.invalid/x", tmp_path / "x", "0" * 32)
+    assert not list(tmp_path.iterdir())
+
+
+def _idx_file(path, arr):
+    """An IDX file as MNIST's (magic 0 0 8 ndim, big-endian 4-byte sizes, uint8 data), gzipped."""
+    import gzip
+
+    header = bytes([0, 0, 8, arr.ndim]) + b"".join(int(s).to_bytes(4, "big") for s in arr.shape)
+    with gzip.open(path, "wb") as fh:
+        fh.write(header + arr.astype(np.uint8).tobytes())
+    return path
+
+
+def test_read_idx_round_trips_any_shape(tmp_path):
+    rng = np.random.default_rng(0)
+    for shape in [(7,), (3, 300), (2, 5, 4)]:  # 300 > 255: the sizes are 4 bytes, not 1
+        arr = rng.integers(0, 256, size=shape)
+        assert np.array_equal(data._read_idx(_idx_file(tmp_path / "a.gz", arr)), arr)
+
+
+def test_mnist_parser_keeps_splits_and_values_apart(tmp_path):
+    rng = np.random.default_rng(1)
+    arrays = [rng.integers(0, 256, (3, 28, 28)), np.array([1, 2, 3]),
+              rng.integers(0, 256, (2, 28, 28)), np.array([9, 0])]
+    files = [_idx_file(tmp_path / f"{i}.gz", a) for i, a in enumerate(arrays)]
+    s = data._parse_mnist(files)
+    assert torch.equal(s.X_train, torch.from_numpy(arrays[0].astype(np.float32) / np.float32(255)))
+    assert torch.equal(s.X_test, torch.from_numpy(arrays[2].astype(np.float32) / np.float32(255)))
+    assert s.y_train.tolist() == [1, 2, 3] and s.y_test.tolist() == [9, 0]
+    assert s.y_train.dtype == torch.int64 and s.X_test.dtype == torch.float32 and s.name == "mnist"
+
+
+def _tar(path, members):
+    """A .tar.gz with the given ``{name: bytes}`` files (``None``: a folder)."""
+    import io
+    import tarfile
+
+    with tarfile.open(path, "w:gz") as tar:
+        for name, blob in members.items():
+            info = tarfile.TarInfo(name)
+            if blob is None:
+                info.type = tarfile.DIRTYPE
+                tar.addfile(info)
+            else:
+                info.size = len(blob)
+                tar.addfile(info, io.BytesIO(blob))
+    return path
+
+
+def test_cifar_parser_values_and_batch_order(tmp_path):
+    import pickle
+
+    members, key = data._CIFAR_LAYOUT["cifar10"]
+    rng = np.random.default_rng(2)
+    blobs, expected = {}, {"train": [], "test": []}
+    for split, names in members.items():
+        for member in names:
+            pixels = rng.integers(0, 256, (2, 3072)).astype(np.uint8)
+            labels = rng.integers(0, 10, 2).tolist()
+            blobs[member] = pickle.dumps({b"data": pixels, key: labels})
+            expected[split].append((pixels, labels))
+    s = data._parse_cifar("cifar10", [_tar(tmp_path / "c.tar.gz", blobs)])
+    for X, y, parts in ((s.X_train, s.y_train, expected["train"]), (s.X_test, s.y_test, expected["test"])):
+        pixels = np.concatenate([p for p, _ in parts]).reshape(-1, 3, 32, 32)
+        assert np.allclose(X.numpy(), pixels / 255.0, atol=1e-7) and X.dtype == torch.float32
+        assert y.tolist() == sum((l for _, l in parts), [])
+    assert s.X_train.shape == (10, 3, 32, 32) and s.X_test.shape == (2, 3, 32, 32)
+
+
+def test_imdb_parser_reads_labelled_reviews_only(tmp_path):
+    archive = _tar(tmp_path / "imdb.tar.gz", {
+        "aclImdb/train/pos": None,
+        "aclImdb/train/pos/0_9.txt": "great film".encode(),
+        "aclImdb/train/neg/1_2.txt": "dull, très".encode(),
+        "aclImdb/test/pos/2_8.txt": b"fine",
+        "aclImdb/train/unsup/3_0.txt": b"unlabelled",  # no label: skipped
+        "aclImdb/imdb.vocab": b"words",
+        "aclImdb/train/pos/deep/x.txt": b"nested",  # not a review file of a split
+        "aclImdb/valid/pos/4_7.txt": b"unknown split"})
+    imdb = data._parse_imdb([archive])
+    assert sorted(imdb) == ["test", "train"]
+    assert imdb["train"]["text"] == ["great film", "dull, très"] and imdb["train"]["label"].tolist() == [1, 0]
+    assert imdb["test"]["text"] == ["fine"] and imdb["test"]["label"].tolist() == [1]
+
+
+def test_load_online_fetches_every_file_into_its_folder_and_parses(tmp_path, monkeypatch):
+    monkeypatch.setenv("REPRO_SCALE", "paper")
+    fetched = []
+    monkeypatch.setattr(data, "fetch", lambda url, path, md5: fetched.append((url, path, md5)) or path)
+    monkeypatch.setitem(data._PARSERS, "mnist", lambda files: ("parsed", files))
+    out = data.load_online("mnist", root=tmp_path)
+    sources = data.ONLINE_SOURCES["mnist"]
+    assert fetched == [(u, tmp_path / "mnist" / f, m) for u, f, m in sources]
+    assert out == ("parsed", [tmp_path / "mnist" / f for _, f, _ in sources])
+    monkeypatch.setattr(data, "CACHE_DIR", tmp_path / "cache")
+    fetched.clear()
+    data.load_online("mnist")
+    assert fetched[0][1] == tmp_path / "cache" / "mnist" / sources[0][1]
+
+
+def test_online_sources_are_well_formed():
+    assert sorted(data.ONLINE_SOURCES) == ["cifar10", "cifar100", "imdb", "mnist"] == sorted(data._PARSERS)
+    for name, files in data.ONLINE_SOURCES.items():
+        for url, fname, md5 in files:
+            assert url.startswith("https://") and url.endswith("/" + fname) and len(md5) == 32
