@@ -1,4 +1,5 @@
 import urllib.request
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -405,3 +406,151 @@ def test_online_sources_are_well_formed():
     for name, files in data.ONLINE_SOURCES.items():
         for url, fname, md5 in files:
             assert url.startswith("https://") and url.endswith("/" + fname) and len(md5) == 32
+
+
+# --- the edges the first mutation record found untested (defaults, messages, dtypes, file handling) --
+
+def test_defaults_are_the_documented_ones(tmp_path, monkeypatch):
+    assert torch.equal(data.synthetic_2d("xor", 40, seed=1).X_train,
+                       data.synthetic_2d("xor", 40, seed=1, noise=0.1, test_fraction=0.5).X_train)
+    assert torch.equal(data.load_digits_split().y_test, data.load_digits_split(seed=0).y_test)
+    import mnist1d.data
+
+    seen = []
+
+    def fake(args):
+        seen.append((args.num_samples, args.seed))
+        return {"x": np.zeros((8, 40)), "y": np.zeros(8, dtype=np.int32),
+                "x_test": np.ones((2, 40)), "y_test": np.ones(2, dtype=np.int32)}
+    monkeypatch.setattr(mnist1d.data, "make_dataset", fake)
+    monkeypatch.setattr(data, "CACHE_DIR", tmp_path / "a" / "b")  # parent folders are made
+    d = data.make_mnist1d()
+    assert seen == [(5000, 42)] and (tmp_path / "a" / "b" / "mnist1d_n5000_s42.npz").exists()
+    # whatever dtypes the generator returns, the split has float32 signals and int64 labels
+    assert [t.dtype for t in (d.X_train, d.y_train, d.X_test, d.y_test)] == [torch.float32, torch.int64] * 2
+
+
+def test_the_smallest_sizes_allowed_are_accepted():
+    assert len(data.synthetic_2d("xor", 4, seed=0).y_train) == 2
+    assert len(data.synthetic_2d("moons", 200, seed=0).y_train) == 100  # n reaches sklearn
+    assert len(data.synthetic_2d("circles", 200, seed=0).y_train) == 100
+
+
+def test_bad_input_messages_name_the_argument():
+    cases = [(lambda: data.synthetic_2d("xor", 10, 0, noise=-1), r"^noise must be a finite number >= 0"),
+             (lambda: data.synthetic_2d("xor", 10, 0, test_fraction=0.0), r"^test_fraction must be a finite number > 0"),
+             (lambda: data.load_digits_split(test_fraction=0.0), r"^test_fraction must be a finite number > 0"),
+             (lambda: data.load_digits_split(classes=5), r"^classes must be a list or tuple"),
+             (lambda: data.load_digits_split(classes=[11]), r"^classes must be distinct digits 0\.\.9, got \[11\]"),
+             (lambda: data.make_mnist1d(num_samples=9), r"^num_samples must be an int >= 10"),
+             (lambda: data.fetch(3, "x", "0" * 32), r"^url must be a str \(an http\(s\) URL\), got 3$"),
+             (lambda: data.fetch("https://a/b", None, "0" * 32), r"^path must be a str or os.PathLike naming a file, got None$")]
+    for call, match in cases:
+        with pytest.raises(ValueError, match=match):
+            call()
+
+
+def test_noise_is_drawn_per_point():
+    for kind in ("xor", "circles", "moons"):  # the same points (same seed), with and without noise
+        clean = data.synthetic_2d(kind, 400, seed=4, noise=0.0).X_train.numpy()
+        shift = data.synthetic_2d(kind, 400, seed=4, noise=0.2).X_train.numpy() - clean
+        assert 0.15 < shift.std() < 0.25 and len(np.unique(np.round(shift, 6))) > 350, kind  # of 400 values
+
+
+def test_split_keeps_the_dtypes_it_promises_for_other_label_types():
+    s = data._split(np.zeros((6, 2), dtype=np.float64), np.arange(6, dtype=np.int32), 0.5, seed=0, name="")
+    assert [t.dtype for t in (s.X_train, s.y_train, s.X_test, s.y_test)] == [torch.float32, torch.int64] * 2
+
+
+def test_read_idx_reads_four_byte_sizes(tmp_path):
+    for shape in [(1, 1, 70_000), (0, 2 ** 24)]:  # a third size >= 2^16; a second size with its top byte set
+        arr = np.zeros(shape, dtype=np.uint8)
+        assert data._read_idx(_idx_file(tmp_path / "big.gz", arr)).shape == shape
+
+
+def _py2_pickle(d):
+    """The bytes Python 2's ``cPickle.dump(d, f, 2)`` writes for a dict of str keys and lists of small
+    ints (CIFAR's batches were pickled so): keys are SHORT_BINSTRING, which Python 3 reads as ``str``
+    unless ``encoding="bytes"`` is given."""
+    def obj(v):
+        if isinstance(v, list):
+            return b"](" + b"".join(obj(x) for x in v) + b"e"
+        assert 0 <= v < 256
+        return b"K" + bytes([v])
+    items = b"".join(b"U" + bytes([len(k)]) + k.encode() + obj(v) for k, v in d.items())
+    return b"\x80\x02}(" + items + b"u."
+
+
+def test_cifar_parser_reads_python2_pickles(tmp_path):
+    import pickle
+
+    blob = _py2_pickle({"data": [[255] * 3072, [0] * 3072], "labels": [3, 4]})
+    assert pickle.loads(blob, encoding="bytes") == {b"data": [[255] * 3072, [0] * 3072], b"labels": [3, 4]}
+    assert set(pickle.loads(blob)) == {"data", "labels"}  # without encoding="bytes": str keys
+    members, _ = data._CIFAR_LAYOUT["cifar10"]
+    s = data._parse_cifar("cifar10", [_tar(tmp_path / "c.tar.gz", {m: blob for ms in members.values() for m in ms})])
+    assert s.y_train.tolist() == [3, 4] * 5 and float(s.X_test[0].min()) == 1.0 and float(s.X_test[1].max()) == 0.0
+
+
+class _Source:
+    """A fake HTTP response that records, at each read, the files in the target's folder."""
+
+    def __init__(self, payload, folder, seen):
+        self.payload, self.folder, self.seen = payload, folder, seen
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def read(self, n):
+        self.seen.append(sorted(p.name for p in self.folder.iterdir()))
+        out, self.payload = self.payload[:n], self.payload[n:]
+        return out
+
+
+def test_a_download_in_progress_is_a_part_file_beside_the_target(tmp_path, monkeypatch):
+    import hashlib
+
+    seen = []
+    payload = b"y" * (3 * (1 << 20) + 5)  # more than one read of 1 MiB
+    monkeypatch.setattr(urllib.request, "urlopen", lambda url, timeout: _Source(payload, tmp_path, seen))
+    data.fetch("https://e.invalid/f", tmp_path / "f", hashlib.md5(payload).hexdigest())
+    assert len(seen) >= 4 and all(len(names) == 1 and names[0].endswith(".part") for names in seen)
+    assert (tmp_path / "f").read_bytes() == payload and [p.name for p in tmp_path.iterdir()] == ["f"]
+
+
+def test_offline_message_says_what_to_do(tmp_path, monkeypatch):
+    def offline(*a, **k):
+        raise OSError("down")
+    monkeypatch.setattr(urllib.request, "urlopen", offline)
+    with pytest.raises(data.OfflineDataError) as err:
+        data.fetch("https://e.invalid/f", tmp_path / "f", "0" * 32)
+    assert str(err.value) == ("could not download https://e.invalid/f (down). Only REPRO_SCALE=paper uses this data set "
+                              "and it needs the internet (e.g. Colab); the quick and full scales use offline stand-ins.")
+
+
+def test_atomic_save_writes_beside_the_target_and_cleans_up_on_failure(tmp_path, monkeypatch):
+    written = []
+    real = np.savez_compressed
+    monkeypatch.setattr(np, "savez_compressed", lambda f, **a: written.append(f) or real(f, **a))
+    data._atomic_save_npz(tmp_path / "x" / "y" / "a.npz", v=np.arange(3))
+    assert Path(written[0]).parent == tmp_path / "x" / "y" and written[0].endswith(".npz")
+    assert np.array_equal(np.load(tmp_path / "x" / "y" / "a.npz")["v"], np.arange(3))
+
+    def broken(f, **a):
+        Path(f).write_bytes(b"half")
+        raise RuntimeError("disk full")
+    monkeypatch.setattr(np, "savez_compressed", broken)
+    with pytest.raises(RuntimeError, match="disk full"):
+        data._atomic_save_npz(tmp_path / "x" / "y" / "b.npz", v=np.arange(3))
+    assert sorted(p.name for p in (tmp_path / "x" / "y").iterdir()) == ["a.npz"]
+
+
+def test_smoke_reviews_have_sentences_of_three_to_eight_words():
+    from lib.mae import split_sentences
+
+    imdb = data.smoke_online("imdb", seed=0)
+    lengths = {len(s) - 1 for s in split_sentences(imdb["train"]["text"], 8)}
+    assert lengths == set(range(3, 9))
