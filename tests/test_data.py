@@ -444,7 +444,8 @@ def test_bad_input_messages_name_the_argument():
              (lambda: data.load_digits_split(classes=[11]), r"^classes must be distinct digits 0\.\.9, got \[11\]"),
              (lambda: data.make_mnist1d(num_samples=9), r"^num_samples must be an int >= 10"),
              (lambda: data.fetch(3, "x", "0" * 32), r"^url must be a str \(an http\(s\) URL\), got 3$"),
-             (lambda: data.fetch("https://a/b", None, "0" * 32), r"^path must be a str or os.PathLike naming a file, got None$")]
+             (lambda: data.fetch("https://a/b", None, "0" * 32), r"^path must be a str or os.PathLike naming a file, got None$"),
+             (lambda: data.fetch("https://a/b", 3, "0" * 32), r"^path must be a str or os.PathLike naming a file, got 3$")]
     for call, match in cases:
         with pytest.raises(ValueError, match=match):
             call()
