@@ -21,6 +21,8 @@ layer affine). The forward pass and patterns it builds on are :func:`lib.nets.fo
   method such as the thesis' cross-sections can find at most);
 * :func:`boundary_segments_2d` — the zero set of one output on every region (the decision boundary of
   a 2-input classifier, exactly: one segment per region it crosses; Figs. 5.3 and 6.4);
+* :func:`boundary_crossings_2d` — where that decision boundary crosses a hidden unit's zero set, and
+  by how much it turns there (which first-layer lines shape a boundary, §6.2's "fourth line");
 * :func:`torch_default_params`, :func:`torch_default_batched`, :func:`batched_params` — nets with
   PyTorch's default ``nn.Linear`` initialisation (the thesis trains PyTorch models and states no other),
   as numpy ``(W, b)`` lists or as a :class:`lib.nets.BatchedMLP` that :func:`lib.train.train_full_batch`
@@ -47,6 +49,7 @@ from lib.nets import activation_patterns, as_float64_inputs, as_float64_params, 
 
 __all__ = ["Region", "Interval", "local_affine", "regions_2d", "regions_1d", "polygon_area", "arrangement_bound",
            "region_bound", "grid_pattern_count", "pattern_string", "zero_sets_2d", "boundary_segments_2d",
+           "boundary_crossings_2d",
            "torch_default_params", "torch_default_batched", "batched_params"]
 
 
@@ -318,6 +321,26 @@ def _chord(P: np.ndarray, w: np.ndarray, c: float):
     return (p, q) if np.linalg.norm(q - p) > 1e-12 else None
 
 
+def _check_regions(regions) -> None:
+    """``regions`` must be :func:`regions_2d`'s output (a non-empty list of :class:`Region`)."""
+    if not isinstance(regions, (list, tuple)) or not regions or not all(isinstance(r, Region) for r in regions):
+        raise ValueError("regions must be a non-empty list of regions_2d's Region objects")
+
+
+def _check_layer(regions, layer) -> None:
+    """``layer`` must name a hidden layer (1-based) of the net whose ``regions`` these are."""
+    n_layers = len(regions[0].pre)
+    if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or not 1 <= layer <= n_layers:
+        raise ValueError(f"layer must be an int in [1, {n_layers}], got {layer!r}")
+
+
+def _check_output(regions, output) -> None:
+    """``output`` must name an output unit (0-based) of the net whose ``regions`` these are."""
+    n_out = regions[0].A.shape[0]
+    if not isinstance(output, (int, np.integer)) or isinstance(output, bool) or not 0 <= output < n_out:
+        raise ValueError(f"output must be an int in [0, {n_out}), got {output!r}")
+
+
 def zero_sets_2d(regions: list, layer: int) -> list:
     """Zero sets of the units of hidden ``layer`` (1-based) as segments ``(unit, p, q)``.
 
@@ -326,11 +349,8 @@ def zero_sets_2d(regions: list, layer: int) -> list:
     one straight segment; across cells it bends (the "bent hyperplanes" of Fig. 6.7). ``regions`` is
     the output of :func:`regions_2d`.
     """
-    if not isinstance(regions, (list, tuple)) or not regions or not all(isinstance(r, Region) for r in regions):
-        raise ValueError("regions must be a non-empty list of regions_2d's Region objects")
-    n_layers = len(regions[0].pre)
-    if isinstance(layer, bool) or not isinstance(layer, (int, np.integer)) or not 1 <= layer <= n_layers:
-        raise ValueError(f"layer must be an int in [1, {n_layers}], got {layer!r}")
+    _check_regions(regions)
+    _check_layer(regions, layer)
     start = sum(len(b) for _, b in regions[0].pre[:layer - 1])
     cells: dict = {}
     for r in regions:
@@ -355,11 +375,8 @@ def boundary_segments_2d(regions: list, output: int = 0) -> list:
     of a 1x3 net, §6.2). A region on which the map is constant (zero gradient) contributes nothing.
     ``regions`` is the output of :func:`regions_2d`.
     """
-    if not isinstance(regions, (list, tuple)) or not regions or not all(isinstance(r, Region) for r in regions):
-        raise ValueError("regions must be a non-empty list of regions_2d's Region objects")
-    n_out = regions[0].A.shape[0]
-    if not isinstance(output, (int, np.integer)) or isinstance(output, bool) or not 0 <= output < n_out:
-        raise ValueError(f"output must be an int in [0, {n_out}), got {output!r}")
+    _check_regions(regions)
+    _check_output(regions, output)
     out = []
     for i, r in enumerate(regions):
         w, c = r.A[output], float(r.c[output])
@@ -369,6 +386,48 @@ def boundary_segments_2d(regions: list, output: int = 0) -> list:
         if seg is not None:
             out.append((i, seg[0], seg[1]))
     return out
+
+
+def boundary_crossings_2d(regions: list, layer: int = 1, output: int = 0, tol: float = 1e-9) -> list:
+    """Where the decision boundary crosses the zero set of a unit of hidden ``layer``: ``(unit, point, turn)``.
+
+    The boundary (:func:`boundary_segments_2d`) is a chain of straight segments, one per region; it
+    bends only where it leaves a region, i.e. on some unit's zero set. For each end of a segment that
+    lies on the zero set of unit ``unit`` of ``layer`` (``|pre-activation| <= tol`` times its scale),
+    reported once, from the side where the unit is active, ``turn`` is the angle in radians between the
+    boundary's directions on the two sides: the angle between the output's gradients on the region and
+    on the region across (the same pattern with that unit's bit flipped). It is 0 where the unit does
+    not bend the boundary, and ``nan`` where the region across is not in ``regions`` (the crossing sits
+    on a corner where two zero sets meet) or its gradient is 0. §6.2 (chapter 08) counts the
+    first-layer lines a 3x8 net's boundary crosses: three form the "triangle" of the 1x3 net, and the
+    thesis says a fourth joins later. ``regions`` is the output of :func:`regions_2d`.
+    """
+    _check_regions(regions)
+    _check_layer(regions, layer)
+    _check_output(regions, output)
+    tol = V.nonnegative(tol, "tol")
+    start = sum(len(b) for _, b in regions[0].pre[:layer - 1])
+    index = {r.pattern: i for i, r in enumerate(regions)}
+    out = []
+    for i, p, q in boundary_segments_2d(regions, output):
+        r = regions[i]
+        Wl, bl = r.pre[layer - 1]
+        for x in (p, q):
+            scale = 1.0 + np.abs(Wl) @ np.abs(x) + np.abs(bl)
+            for unit in np.nonzero((np.abs(Wl @ x + bl) <= tol * scale) & np.array(r.pattern[start:start + len(bl)]))[0]:
+                across = list(r.pattern)
+                across[start + unit] = False
+                out.append((int(unit), x, _turn(r.A[output], regions, index.get(tuple(across)), output)))
+    return out
+
+
+def _turn(g: np.ndarray, regions: list, j, output: int) -> float:
+    """Angle (radians) between gradient ``g`` and output ``output``'s gradient on ``regions[j]``
+    (``nan`` if ``j`` is None or that gradient is 0)."""
+    if j is None or not np.any(regions[j].A[output]):
+        return float("nan")
+    h = regions[j].A[output]
+    return float(np.arccos(np.clip(g @ h / (np.linalg.norm(g) * np.linalg.norm(h)), -1.0, 1.0)))
 
 
 def torch_default_params(widths, seed: int) -> list:

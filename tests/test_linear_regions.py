@@ -568,3 +568,69 @@ def test_pattern_string_and_zero_sets_refuse_what_is_not_a_bit_or_a_layer():
     for bad in (True, False, 1.0, 3):
         with pytest.raises(ValueError, match=r"^layer must be an int in \[1, 2\]"):
             LR.zero_sets_2d(regs, bad)
+
+
+# ------------------------------------------------------------------- boundary crossings (which lines bend the boundary)
+def _crossings(regs, layer=1):
+    return sorted((u, tuple(np.round(x, 9)), t) for u, x, t in LR.boundary_crossings_2d(regs, layer))
+
+
+def test_boundary_crossings_of_hand_built_nets():
+    # v = relu(x1) + relu(x2) - 1: the boundary is x1 = 1 (x2 < 0), x1 + x2 = 1 (both > 0), x2 = 1 (x1 < 0);
+    # it crosses unit 1's line x2 = 0 at (1, 0) and unit 0's line x1 = 0 at (0, 1), turning by 45 degrees at each
+    eye = (np.eye(2), np.zeros(2))
+    regs = LR.regions_2d([eye, (np.ones((1, 2)), np.array([-1.0]))], (-2, 2, -2, 2))
+    got = _crossings(regs)
+    assert [(u, x) for u, x, _ in got] == [(0, (0.0, 1.0)), (1, (1.0, 0.0))]
+    assert np.allclose([t for _, _, t in got], np.pi / 4, atol=1e-12)
+    # leaky slope 0.5: across x2 = 0 the gradient goes from (1, 1) to (1, 0.5)
+    regs = LR.regions_2d([eye, (np.ones((1, 2)), np.array([-1.0]))], (-2, 2, -2, 2), alpha=0.5)
+    want = np.arccos(1.5 / (np.sqrt(2) * np.sqrt(1.25)))
+    got = LR.boundary_crossings_2d(regs)
+    assert len(got) == 2 and all(abs(t - want) <= 1e-12 for _, _, t in got)
+    # a second layer: u = relu(h1 - 0.5) (zero set x1 = 0.5 where x1 > 0), v = u + h2 - 1. The boundary is
+    # x1 + x2 = 1.5 for x1 > 0.5, x2 > 0 and x2 = 1 for x1 < 0.5: it turns by 45 degrees on u's zero set at (0.5, 1),
+    # by 45 degrees on x2 = 0 at (1.5, 0), and crosses x1 = 0 at (0, 1) without turning
+    # (layer 2's unit 1, relu(h2 + 5), is active on the whole box and carries h2 to the output)
+    deep = [eye, (np.eye(2), np.array([-0.5, 5.0])), (np.ones((1, 2)), np.array([-6.0]))]
+    regs = LR.regions_2d(deep, (-2, 2, -2, 2))
+    first, second = _crossings(regs, 1), _crossings(regs, 2)
+    assert [(u, x) for u, x, _ in first] == [(0, (0.0, 1.0)), (1, (1.5, 0.0))]
+    assert abs(first[0][2]) <= 1e-12 and abs(first[1][2] - np.pi / 4) <= 1e-12
+    assert [(u, x) for u, x, _ in second] == [(0, (0.5, 1.0))] and abs(second[0][2] - np.pi / 4) <= 1e-12
+
+
+def test_boundary_crossings_match_the_bends_of_the_boundary():
+    # independent: every end of a boundary segment inside the box is a bend point; the pre-activation of the
+    # reported unit vanishes there (by the forward pass), the turn equals the angle between the boundary's
+    # directions on the two sides (from the segments themselves), and each crossing inside the box is found once
+    params = random_net((2, 5, 4, 1), seed=7)
+    params[-1] = (params[-1][0], params[-1][1] - forward_f64(params, np.zeros((1, 2)))[0])   # boundary through 0
+    box = (-2, 2, -2, 2)
+    regs = LR.regions_2d(params, box)
+    segs = LR.boundary_segments_2d(regs)
+    inner = [x for _, p, q in segs for x in (p, q) if np.all(np.abs(x) < 2 - 1e-9)]
+    assert len(inner) >= 4
+    found = LR.boundary_crossings_2d(regs, 1) + [(-1 - u, x, t) for u, x, t in LR.boundary_crossings_2d(regs, 2)]
+    assert len(found) == len(inner) // 2                    # each inner bend is the end of two segments
+    pre = preactivations_f64(params, np.array([x for _, x, _ in found]))
+    for k, (u, x, t) in enumerate(found):
+        value = pre[0][k, u] if u >= 0 else pre[1][k, -1 - u]
+        assert abs(value) <= 1e-9
+        ends = [(p, q) for _, p, q in segs if min(np.linalg.norm(p - x), np.linalg.norm(q - x)) <= 1e-9]
+        assert len(ends) == 2
+        d = [q - p for p, q in ends]
+        ang = np.arccos(np.clip(abs(d[0] @ d[1]) / (np.linalg.norm(d[0]) * np.linalg.norm(d[1])), -1, 1))
+        assert abs(min(t, np.pi - t) - ang) <= 1e-7
+
+
+def test_boundary_crossings_bad_input():
+    regs = LR.regions_2d(random_net((2, 3, 2, 1), 0), (-1, 1, -1, 1))
+    with pytest.raises(ValueError, match="^regions must be a non-empty list of regions_2d's Region objects$"):
+        LR.boundary_crossings_2d([1])
+    with pytest.raises(ValueError, match=r"^layer must be an int in \[1, 2\], got 3$"):
+        LR.boundary_crossings_2d(regs, 3)
+    with pytest.raises(ValueError, match=r"^output must be an int in \[0, 1\), got 1$"):
+        LR.boundary_crossings_2d(regs, 1, 1)
+    with pytest.raises(ValueError, match=r"^tol must be"):
+        LR.boundary_crossings_2d(regs, 1, 0, -1.0)
