@@ -433,3 +433,84 @@ def test_is_int_refuses_bools():
 
     assert V.is_int(3) and V.is_int(0) and V.is_int(-2)
     assert not any(V.is_int(v) for v in (True, False, 2.0, "3", None, np.int64(3)))  # (numpy ints: as isinstance)
+
+
+# ---------------------------------------------------------------------------------------------
+# exact messages and the edges of each rule (issue 37: validate's mutation record)
+
+
+def _message(fn, *args, exc=ValueError, **kwargs):
+    with pytest.raises(exc) as err:
+        fn(*args, **kwargs)
+    return str(err.value)
+
+
+def test_describe_cuts_a_long_repr_to_60_characters():
+    assert V.describe("a" * 58) == "str '" + "a" * 58 + "'"          # repr of 60 characters: kept whole
+    assert V.describe("a" * 59) == "str '" + "a" * 56 + "..."         # 61: the first 57 and "..."
+    assert V.describe(list(range(30)))[:9] == "list [0, " and len(V.describe(list(range(30)))) == 65
+    assert V.describe(None) == "None" and V.describe(2.5) == "2.5" and V.describe(np.float32(1.5)) == "np.float32(1.5)"
+
+
+def test_scalar_rules_name_what_they_got():
+    assert _message(V.boolean, 1, "progress") == "progress must be a bool, got 1"
+    assert _message(V.slope, 1.5) == "alpha must be a finite number >= 0 and < 1, got 1.5"
+    assert _message(V.interval, "ab", "domain") == "domain must be a pair (lo, hi), got str 'ab'"
+    assert _message(V.same_size, 3, "X", 4, "y") == "X and y must agree in size, got 3 and 4"
+    assert _message(V.instance, "x", "n", (int, float)) == "n must be a int or float, got str 'x'"
+
+
+def test_choice_of_a_value_that_cannot_be_compared_is_refused():
+    class Incomparable:
+        def __eq__(self, other):
+            raise RuntimeError("no comparison")
+
+        def __repr__(self):
+            return "Incomparable()"
+
+    for value in (Incomparable(), np.ones(2)):  # == raises, or gives an array with no truth value
+        with pytest.raises(V.ArgumentValueError, match=r"^mode must be one of \('a', 'b'\), got "):
+            V.choice(value, "mode", ("a", "b"))
+
+
+def test_tensor_messages_and_integer_dtypes():
+    assert _message(V.tensor, [[1, 2], [3]], "X", convert=True) == \
+        "X must be a tensor (or an array convertible to one), got list [[1, 2], [3]]"
+    assert _message(V.tensor, torch.tensor([1.0, math.inf]), "X") == \
+        "X must be finite (no NaN or inf), got tensor of shape (2,) and dtype torch.float32"
+    for not_integer in (torch.tensor([True, False]), torch.tensor([1 + 1j])):
+        with pytest.raises(V.ArgumentTypeError, match="y must be an integer tensor"):
+            V.tensor(not_integer, "y", floating=False)
+    t = torch.tensor([1, 2])
+    assert V.tensor(t, "y", floating=False) is t
+
+
+def test_labels_edges():
+    empty = np.zeros(0, dtype=int)
+    assert V.labels(empty, "y", 3) is empty  # no labels (an empty batch) is allowed
+    assert _message(V.labels, np.array([0.5, 1.0]), "y", 2) == \
+        "y must be whole-number class indices, got array of shape (2,) and dtype float64"
+    with pytest.raises(V.ArgumentValueError, match="whole-number"):
+        V.labels(np.array([0.5], dtype=np.float32), "y", 2)  # any floating dtype, not only float64
+    assert _message(V.labels, np.array([-1, 2]), "y") == \
+        "y must be class indices >= 0; it holds -1..2, as, got array of shape (2,) and dtype int64"
+    t = torch.tensor([0, 1, 1])
+    assert V.labels(t, "y", 2) is t
+    with pytest.raises(V.ArgumentValueError, match=r"< 2 \(the number of classes\); it holds 0\.\.2"):
+        V.labels(torch.tensor([0, 2]), "y", 2)
+
+
+def test_finite_loss_message_without_a_learning_rate():
+    assert _message(V.finite_loss, np.array(math.inf), 1, exc=V.TrainingDivergedError) == (
+        "the training loss became NaN or infinite by step 1: the learning rate is most likely too large "
+        "(or the data or initial weights hold huge values); lower lr and retry")
+    assert "training accuracy became" in _message(V.finite_loss, [1.0, math.nan], 2, what="accuracy",
+                                                  exc=V.TrainingDivergedError)
+
+
+def test_rule_messages_show_the_value():
+    rule = V.each(V.positive_int, length=2)
+    assert _message(rule, (1,), "Toy.sizes") == "Toy.sizes must be a sequence of 2 item(s), got tuple (1,)"
+    rule = V.items(V.positive, V.positive_int)
+    assert _message(rule, (0.1,), "Toy.phase") == "Toy.phase must be a tuple of 2 items, got tuple (0.1,)"
+    assert _message(V.of_type(str, "a name"), 3, "Toy.name") == "Toy.name must be a name, got 3"
