@@ -514,3 +514,31 @@ def test_rule_messages_show_the_value():
     rule = V.items(V.positive, V.positive_int)
     assert _message(rule, (0.1,), "Toy.phase") == "Toy.phase must be a tuple of 2 items, got tuple (0.1,)"
     assert _message(V.of_type(str, "a name"), 3, "Toy.name") == "Toy.name must be a name, got 3"
+
+
+def test_integer_accepts_0d_integer_tensors_only():
+    assert V.integer(torch.tensor(3), "n") == 3 and type(V.integer(torch.tensor(3), "n")) is int
+    assert V.integer(np.int16(4), "n") == 4
+    for bad in (torch.tensor(True), torch.tensor(3.0), torch.tensor([3]), torch.tensor(1 + 0j), np.array(3)):
+        with pytest.raises(V.ArgumentTypeError, match="n must be an int, got"):
+            V.integer(bad, "n")
+
+
+def test_integer_bounds_are_inclusive_and_named():
+    assert V.integer(5, "n", min=5, max=5) == 5
+    assert _message(V.integer, 0, "n", min=1) == "n must be an int >= 1, got 0"
+    assert _message(V.integer, 9, "n", max=5) == "n must be an int <= 5, got 9"
+    assert _message(V.integer, 9, "n", min=1, max=5) == "n must be an int >= 1 and <= 5, got 9"
+    assert _message(V.positive_int, 7, "n", max=5) == "n must be an int >= 1 and <= 5, got 7"
+    assert _message(V.nonnegative_int, 7, "i", max=5) == "i must be an int >= 0 and <= 5, got 7"
+    assert _message(V.seed, -1) == "seed must be an int >= 0, got -1"
+    assert _message(V.seed, None) == "seed must be an int >= 0 (a random seed), got None"
+    assert V.seed(0) == 0 and V.seed(None, "s", allow_none=True) is None
+
+
+def test_real_reads_0d_arrays_and_tensors_and_closes_bounds_by_default():
+    assert V.real(torch.tensor(2.5), "x") == 2.5 and type(V.real(np.array(2.5), "x")) is float
+    for bad in (np.array([2.5]), torch.tensor([2.5])):
+        with pytest.raises(V.ArgumentTypeError, match="x must be a real number"):
+            V.real(bad, "x")
+    assert V.real(1.0, "x", min=1.0, max=1.0) == 1.0  # closed at both ends unless opened
