@@ -542,3 +542,57 @@ def test_real_reads_0d_arrays_and_tensors_and_closes_bounds_by_default():
         with pytest.raises(V.ArgumentTypeError, match="x must be a real number"):
             V.real(bad, "x")
     assert V.real(1.0, "x", min=1.0, max=1.0) == 1.0  # closed at both ends unless opened
+
+
+def test_real_messages_and_the_bounds_passed_on():
+    assert _message(V.real, "a", "x") == "x must be a real number, got str 'a'"
+    assert _message(V.real, math.nan, "x") == "x must be a finite number, got nan"
+    assert _message(V.real, math.nan, "x", finite=False) == "x must be a number, got nan"
+    assert V.real(math.inf, "x", finite=False) == math.inf
+    assert _message(V.real, -1.0, "x", min=0.0) == "x must be a finite number >= 0, got -1.0"
+    assert _message(V.real, 2.0, "x", max=1.0) == "x must be a finite number <= 1, got 2.0"
+    assert _message(V.positive, 2.0, "lr", max=1.0) == "lr must be a finite number > 0 and <= 1, got 2.0"
+    assert _message(V.nonnegative, 2.0, "wd", max=1.0) == "wd must be a finite number >= 0 and <= 1, got 2.0"
+    assert _message(V.nonnegative, -1.0, "wd") == "wd must be a finite number >= 0, got -1.0"
+    assert _message(V.fraction, 0.0, "p", low_open=True) == "p must be a finite number > 0 and < 1, got 0.0"
+
+
+def test_sequence_edges_and_messages():
+    assert V.sequence([], "w") == [] and V.sequence((1, 2), "w", min_len=2) == [1, 2]
+    with pytest.raises(V.ArgumentTypeError, match=r"^w must be a list or tuple, got array of shape \(\)"):
+        V.sequence(np.array(3), "w")  # iterable to Python, but a 0-d array holds one number
+    assert _message(V.sequence, 3, "w") == "w must be a list or tuple, got 3"
+    assert _message(V.sequence, [1], "w", min_len=2) == "w must be a sequence of at least 2 item(s), got list [1]"
+
+
+def test_array_messages():
+    assert _message(V.array, np.ones(3), "X", ndim=(2, 3)) == \
+        "X must be an array with 2 or 3 dimensions (2-D or 3-D), got array of shape (3,) and dtype float64"
+    assert _message(V.array, np.ones((2, 3)), "X", shape=(None, 99)) == \
+        "X must be an array of shape (n, 99), got array of shape (2, 3) and dtype float64"
+    assert _message(V.array, np.ones((0, 2)), "X") == "X must be non-empty, got array of shape (0, 2) and dtype float64"
+    assert _message(V.array, None, "X") == "X must be a numeric array, got None"
+    assert _message(V.array, {"a": 1}, "X") == "X must be a numeric array, got dict {'a': 1}"
+    ragged = _message(V.array, [[1, 2], [3]], "X")
+    assert ragged.startswith("X must be a numeric array (") and ragged.endswith("), got list [[1, 2], [3]]")
+    assert _message(V.array, np.array([1 + 2j]), "X") == \
+        "X must be a numeric array of real numbers, got array of shape (1,) and dtype complex128"
+    assert _message(V.array, [1.0, math.inf], "X") == \
+        "X must be finite (no NaN or inf), got array of shape (2,) and dtype float64"
+    assert _message(V.array, [0.5], "i", integer=True) == \
+        "i must be an array of whole numbers, got array of shape (1,) and dtype float64"
+
+
+def test_array_dtypes_tensors_and_whole_numbers():
+    out = V.array(torch.ones(2, requires_grad=True), "X")  # a tensor that needs its gradient is detached
+    assert out.dtype == np.float64 and out.tolist() == [1.0, 1.0]
+    assert V.array([1, 2], "X").dtype == np.float64
+    assert V.array([1, 2], "X", dtype=np.float32).dtype == np.float32
+    assert V.array([1, 2], "X", dtype=None).dtype == np.int64
+    with pytest.raises(V.ArgumentValueError, match="X must be finite"):
+        V.array(np.array([np.nan], dtype=np.float32), "X")  # any floating dtype
+    whole = V.array([1.0, 2.0], "i", integer=True)
+    assert whole.dtype == np.int64 and whole.tolist() == [1, 2]
+    assert V.array(np.array([3, 4], dtype=np.int32), "i", integer=True).dtype == np.int64
+    with pytest.raises(V.ArgumentValueError, match="whole numbers"):
+        V.array(np.array([0.5], dtype=np.float32), "i", integer=True)
