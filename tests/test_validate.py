@@ -433,3 +433,166 @@ def test_is_int_refuses_bools():
 
     assert V.is_int(3) and V.is_int(0) and V.is_int(-2)
     assert not any(V.is_int(v) for v in (True, False, 2.0, "3", None, np.int64(3)))  # (numpy ints: as isinstance)
+
+
+# ---------------------------------------------------------------------------------------------
+# exact messages and the edges of each rule (issue 37: validate's mutation record)
+
+
+def _message(fn, *args, exc=ValueError, **kwargs):
+    with pytest.raises(exc) as err:
+        fn(*args, **kwargs)
+    return str(err.value)
+
+
+def test_describe_cuts_a_long_repr_to_60_characters():
+    assert V.describe("a" * 58) == "str '" + "a" * 58 + "'"          # repr of 60 characters: kept whole
+    assert V.describe("a" * 59) == "str '" + "a" * 56 + "..."         # 61: the first 57 and "..."
+    assert V.describe(list(range(30)))[:9] == "list [0, " and len(V.describe(list(range(30)))) == 65
+    assert V.describe(None) == "None" and V.describe(2.5) == "2.5" and V.describe(np.float32(1.5)) == "np.float32(1.5)"
+
+
+def test_scalar_rules_name_what_they_got():
+    assert _message(V.boolean, 1, "progress") == "progress must be a bool, got 1"
+    assert _message(V.slope, 1.5) == "alpha must be a finite number >= 0 and < 1, got 1.5"
+    assert _message(V.interval, "ab", "domain") == "domain must be a pair (lo, hi), got str 'ab'"
+    assert _message(V.same_size, 3, "X", 4, "y") == "X and y must agree in size, got 3 and 4"
+    assert _message(V.instance, "x", "n", (int, float)) == "n must be a int or float, got str 'x'"
+
+
+def test_choice_of_a_value_that_cannot_be_compared_is_refused():
+    class Incomparable:
+        def __eq__(self, other):
+            raise RuntimeError("no comparison")
+
+        def __repr__(self):
+            return "Incomparable()"
+
+    for value in (Incomparable(), np.ones(2)):  # == raises, or gives an array with no truth value
+        with pytest.raises(V.ArgumentValueError, match=r"^mode must be one of \('a', 'b'\), got "):
+            V.choice(value, "mode", ("a", "b"))
+
+
+def test_tensor_messages_and_integer_dtypes():
+    assert _message(V.tensor, [[1, 2], [3]], "X", convert=True) == \
+        "X must be a tensor (or an array convertible to one), got list [[1, 2], [3]]"
+    assert _message(V.tensor, torch.tensor([1.0, math.inf]), "X") == \
+        "X must be finite (no NaN or inf), got tensor of shape (2,) and dtype torch.float32"
+    for not_integer in (torch.tensor([True, False]), torch.tensor([1 + 1j])):
+        with pytest.raises(V.ArgumentTypeError, match="y must be an integer tensor"):
+            V.tensor(not_integer, "y", floating=False)
+    t = torch.tensor([1, 2])
+    assert V.tensor(t, "y", floating=False) is t
+
+
+def test_labels_edges():
+    empty = np.zeros(0, dtype=int)
+    assert V.labels(empty, "y", 3) is empty  # no labels (an empty batch) is allowed
+    assert _message(V.labels, np.array([0.5, 1.0]), "y", 2) == \
+        "y must be whole-number class indices, got array of shape (2,) and dtype float64"
+    with pytest.raises(V.ArgumentValueError, match="whole-number"):
+        V.labels(np.array([0.5], dtype=np.float32), "y", 2)  # any floating dtype, not only float64
+    assert _message(V.labels, np.array([-1, 2]), "y") == \
+        "y must be class indices >= 0; it holds -1..2, as, got array of shape (2,) and dtype int64"
+    t = torch.tensor([0, 1, 1])
+    assert V.labels(t, "y", 2) is t
+    with pytest.raises(V.ArgumentValueError, match=r"< 2 \(the number of classes\); it holds 0\.\.2"):
+        V.labels(torch.tensor([0, 2]), "y", 2)
+
+
+def test_finite_loss_message_without_a_learning_rate():
+    assert _message(V.finite_loss, np.array(math.inf), 1, exc=V.TrainingDivergedError) == (
+        "the training loss became NaN or infinite by step 1: the learning rate is most likely too large "
+        "(or the data or initial weights hold huge values); lower lr and retry")
+    assert "training accuracy became" in _message(V.finite_loss, [1.0, math.nan], 2, what="accuracy",
+                                                  exc=V.TrainingDivergedError)
+
+
+def test_rule_messages_show_the_value():
+    rule = V.each(V.positive_int, length=2)
+    assert _message(rule, (1,), "Toy.sizes") == "Toy.sizes must be a sequence of 2 item(s), got tuple (1,)"
+    rule = V.items(V.positive, V.positive_int)
+    assert _message(rule, (0.1,), "Toy.phase") == "Toy.phase must be a tuple of 2 items, got tuple (0.1,)"
+    assert _message(V.of_type(str, "a name"), 3, "Toy.name") == "Toy.name must be a name, got 3"
+
+
+def test_integer_accepts_0d_integer_tensors_only():
+    assert V.integer(torch.tensor(3), "n") == 3 and type(V.integer(torch.tensor(3), "n")) is int
+    assert V.integer(np.int16(4), "n") == 4
+    for bad in (torch.tensor(True), torch.tensor(3.0), torch.tensor([3]), torch.tensor(1 + 0j), np.array(3)):
+        with pytest.raises(V.ArgumentTypeError, match="n must be an int, got"):
+            V.integer(bad, "n")
+
+
+def test_integer_bounds_are_inclusive_and_named():
+    assert V.integer(5, "n", min=5, max=5) == 5
+    assert _message(V.integer, 0, "n", min=1) == "n must be an int >= 1, got 0"
+    assert _message(V.integer, 9, "n", max=5) == "n must be an int <= 5, got 9"
+    assert _message(V.integer, 9, "n", min=1, max=5) == "n must be an int >= 1 and <= 5, got 9"
+    assert _message(V.positive_int, 7, "n", max=5) == "n must be an int >= 1 and <= 5, got 7"
+    assert _message(V.nonnegative_int, 7, "i", max=5) == "i must be an int >= 0 and <= 5, got 7"
+    assert _message(V.seed, -1) == "seed must be an int >= 0, got -1"
+    assert _message(V.seed, None) == "seed must be an int >= 0 (a random seed), got None"
+    assert V.seed(0) == 0 and V.seed(None, "s", allow_none=True) is None
+
+
+def test_real_reads_0d_arrays_and_tensors_and_closes_bounds_by_default():
+    assert V.real(torch.tensor(2.5), "x") == 2.5 and type(V.real(np.array(2.5), "x")) is float
+    for bad in (np.array([2.5]), torch.tensor([2.5])):
+        with pytest.raises(V.ArgumentTypeError, match="x must be a real number"):
+            V.real(bad, "x")
+    assert V.real(1.0, "x", min=1.0, max=1.0) == 1.0  # closed at both ends unless opened
+
+
+def test_real_messages_and_the_bounds_passed_on():
+    assert _message(V.real, "a", "x") == "x must be a real number, got str 'a'"
+    assert _message(V.real, math.nan, "x") == "x must be a finite number, got nan"
+    assert _message(V.real, math.nan, "x", finite=False) == "x must be a number, got nan"
+    assert V.real(math.inf, "x", finite=False) == math.inf
+    assert _message(V.real, -1.0, "x", min=0.0) == "x must be a finite number >= 0, got -1.0"
+    assert _message(V.real, 2.0, "x", max=1.0) == "x must be a finite number <= 1, got 2.0"
+    assert _message(V.positive, 2.0, "lr", max=1.0) == "lr must be a finite number > 0 and <= 1, got 2.0"
+    assert _message(V.nonnegative, 2.0, "wd", max=1.0) == "wd must be a finite number >= 0 and <= 1, got 2.0"
+    assert _message(V.nonnegative, -1.0, "wd") == "wd must be a finite number >= 0, got -1.0"
+    assert _message(V.fraction, 0.0, "p", low_open=True) == "p must be a finite number > 0 and < 1, got 0.0"
+
+
+def test_sequence_edges_and_messages():
+    assert V.sequence([], "w") == [] and V.sequence((1, 2), "w", min_len=2) == [1, 2]
+    with pytest.raises(V.ArgumentTypeError, match=r"^w must be a list or tuple, got array of shape \(\)"):
+        V.sequence(np.array(3), "w")  # iterable to Python, but a 0-d array holds one number
+    assert _message(V.sequence, 3, "w") == "w must be a list or tuple, got 3"
+    assert _message(V.sequence, [1], "w", min_len=2) == "w must be a sequence of at least 2 item(s), got list [1]"
+
+
+def test_array_messages():
+    assert _message(V.array, np.ones(3), "X", ndim=(2, 3)) == \
+        "X must be an array with 2 or 3 dimensions (2-D or 3-D), got array of shape (3,) and dtype float64"
+    assert _message(V.array, np.ones((2, 3)), "X", shape=(None, 99)) == \
+        "X must be an array of shape (n, 99), got array of shape (2, 3) and dtype float64"
+    assert _message(V.array, np.ones((0, 2)), "X") == "X must be non-empty, got array of shape (0, 2) and dtype float64"
+    assert _message(V.array, None, "X") == "X must be a numeric array, got None"
+    assert _message(V.array, {"a": 1}, "X") == "X must be a numeric array, got dict {'a': 1}"
+    ragged = _message(V.array, [[1, 2], [3]], "X")
+    assert ragged.startswith("X must be a numeric array (") and ragged.endswith("), got list [[1, 2], [3]]")
+    assert _message(V.array, np.array([1 + 2j]), "X") == \
+        "X must be a numeric array of real numbers, got array of shape (1,) and dtype complex128"
+    assert _message(V.array, [1.0, math.inf], "X") == \
+        "X must be finite (no NaN or inf), got array of shape (2,) and dtype float64"
+    assert _message(V.array, [0.5], "i", integer=True) == \
+        "i must be an array of whole numbers, got array of shape (1,) and dtype float64"
+
+
+def test_array_dtypes_tensors_and_whole_numbers():
+    out = V.array(torch.ones(2, requires_grad=True), "X")  # a tensor that needs its gradient is detached
+    assert out.dtype == np.float64 and out.tolist() == [1.0, 1.0]
+    assert V.array([1, 2], "X").dtype == np.float64
+    assert V.array([1, 2], "X", dtype=np.float32).dtype == np.float32
+    assert V.array([1, 2], "X", dtype=None).dtype == np.int64
+    with pytest.raises(V.ArgumentValueError, match="X must be finite"):
+        V.array(np.array([np.nan], dtype=np.float32), "X")  # any floating dtype
+    whole = V.array([1.0, 2.0], "i", integer=True)
+    assert whole.dtype == np.int64 and whole.tolist() == [1, 2]
+    assert V.array(np.array([3, 4], dtype=np.int32), "i", integer=True).dtype == np.int64
+    with pytest.raises(V.ArgumentValueError, match="whole numbers"):
+        V.array(np.array([0.5], dtype=np.float32), "i", integer=True)
