@@ -740,6 +740,8 @@ def _specs():
         ("linear_regions", "zero_sets_2d", lambda: dict(regions=(lib["linear_regions"].regions_2d(net_np(), (-1, 1, -1, 1)), "list"), layer=(1, C))),
         ("linear_regions", "boundary_segments_2d", lambda: dict(regions=(lib["linear_regions"].regions_2d(net_np(), (-1, 1, -1, 1)), "list"),
                                                                  output=(0, NI))),
+        ("linear_regions", "boundary_crossings_2d", lambda: dict(regions=(lib["linear_regions"].regions_2d(net_np(), (-1, 1, -1, 1)), "list"),
+                                                                  layer=(1, C), output=(0, NI), tol=(1e-9, "nonneg"))),
         ("linear_regions", "torch_default_params", lambda: dict(widths=([2, 3, 1], "widths"), seed=(0, SE))),
         ("linear_regions", "torch_default_batched", lambda: dict(widths=([2, 3, 1], "widths"), seeds=([0, 1], "list"), leak=(0.0, "slope"))),
         ("linear_regions", "batched_params", lambda: dict(model=(lib["linear_regions"].torch_default_batched([2, 3, 1], [0]), "model"))),
