@@ -29,6 +29,7 @@ import torch
 
 from lib import validate as V
 from lib.landscape import nr_rank
+from lib.nets import _stacked_forward
 from lib.train import History, _cross_entropy_per_model, cross_entropy_per_model
 
 ACTIVATIONS = ("sigmoid", "softplus")
@@ -155,12 +156,9 @@ class SkipMLP(_SkipBase):
 
 
 def _mlp_pass(weights, biases, X, act, gamma):
-    """Hidden layers (each ``(S, n, w)``) and base output of stacked MLPs; ``X`` is ``(n, d)``."""
-    h, hidden = X.unsqueeze(0).expand(weights[0].shape[0], -1, -1), []
-    for W, b in zip(weights[:-1], biases[:-1]):
-        h = _act(torch.baddbmm(b.unsqueeze(1), h, W.transpose(1, 2)), act, gamma)
-        hidden.append(h)
-    return hidden, torch.baddbmm(biases[-1].unsqueeze(1), h, weights[-1].transpose(1, 2))
+    """Hidden layers (each ``(S, n, w)``) and base output of stacked MLPs; ``X`` is ``(n, d)``: the batched
+    forward pass of :func:`lib.nets.stacked_forward` with the sigmoid or softplus activation."""
+    return _stacked_forward(weights, biases, X, lambda z: _act(z, act, gamma))
 
 
 class SkipCNN(_SkipBase):
