@@ -4,7 +4,9 @@ A network is a list of ``(W, b)`` pairs with ``W`` of shape ``(d_out, d_in)`` (t
 Phuong 2021, §1.2): ``x -> W_L relu(... relu(W_1 x + b_1) ...) + b_L``. The two symmetries that keep
 the function fixed (permuting and positively rescaling the hidden units of a layer; Chapter 1) are
 :func:`permute_hidden` and :func:`rescale_hidden`. :class:`BatchedMLP` trains many independent small
-nets (seeds, widths padded, data sets) as one tensor computation (Chapters 0 and 6).
+nets (seeds, widths padded, data sets) as one tensor computation (Chapters 0 and 6); its forward pass,
+:func:`stacked_forward` (any activation, with the hidden layers), also serves the skip-connection nets of
+chapter 10 (:mod:`lib.skip_connections`).
 
 Beside the torch path, the float64 numpy path for exact geometry (chapters 01 and 08):
 :func:`forward_f64`, :func:`preactivations_f64`, :func:`activation_patterns` on ``(W, b)`` lists of
@@ -161,6 +163,49 @@ def rescale_hidden(params, layer: int, scales) -> list:
     return out
 
 
+def stacked_forward(weights, biases, X: torch.Tensor, activation) -> tuple[list, torch.Tensor]:
+    """The forward pass of ``S`` stacked MLPs as batched matrix products, with every hidden layer.
+
+    ``weights``: tensors ``(S, d_l, d_{l-1})``, ``biases``: ``(S, d_l)``, one pair per layer
+    (``W`` in the book's ``(d_out, d_in)`` convention); ``X``: ``(n, d_0)`` (shared by the ``S`` nets)
+    or ``(S, n, d_0)`` (one batch per net); ``activation``: a callable applied to every hidden
+    pre-activation (the output layer is linear). Returns ``(hidden, out)``: the list of the hidden
+    layers' outputs, each ``(S, n, d_l)``, and the output ``(S, n, d_L)``. The one home of the loop that
+    :class:`BatchedMLP` (chapters 00, 06-08) and :class:`lib.skip_connections.SkipMLP` (chapter 10,
+    sigmoid and softplus, which need the hidden layers for Psi, eq. 4.1) evaluate."""
+    weights = V.sequence(weights, "weights", min_len=1)
+    biases = V.sequence(biases, "biases")
+    if len(biases) != len(weights):
+        raise V.ArgumentValueError(f"biases must hold one tensor per layer ({len(weights)}), got {len(biases)}")
+    V.callable_(activation, "activation")
+    W0 = V.tensor(weights[0], "weights[0]", floating=True, ndim=3)
+    S, prev = W0.shape[0], W0.shape[2]
+    for l, (W, b) in enumerate(zip(weights, biases)):
+        W = V.tensor(W, f"weights[{l}]", floating=True, ndim=3)
+        b = V.tensor(b, f"biases[{l}]", floating=True, ndim=2)
+        if W.shape[0] != S or W.shape[2] != prev or tuple(b.shape) != (S, W.shape[1]):
+            raise V.ArgumentValueError(f"layer {l}: expected weights ({S}, d_out, {prev}) and biases ({S}, d_out), "
+                                       f"got {tuple(W.shape)} and {tuple(b.shape)}")
+        prev = W.shape[1]
+    X = V.tensor(X, "X", floating=True, nonempty=False)
+    if X.ndim not in (2, 3) or X.shape[-1] != W0.shape[2] or (X.ndim == 3 and X.shape[0] != S):
+        raise V.ArgumentValueError(f"X must have shape (n, {W0.shape[2]}) or ({S}, n, {W0.shape[2]}), "
+                                   f"got {tuple(X.shape)}")
+    return _stacked_forward(list(weights), list(biases), X, activation)
+
+
+def _stacked_forward(weights, biases, X, activation, keep_hidden: bool = True):
+    """:func:`stacked_forward` without the argument checks (the per-step path of the models' forward
+    passes). ``keep_hidden=False`` returns an empty list instead of the hidden layers (and so holds only
+    one layer's output at a time outside autograd)."""
+    h, hidden = (X.unsqueeze(0).expand(weights[0].shape[0], -1, -1) if X.ndim == 2 else X), []
+    for W, b in zip(weights[:-1], biases[:-1]):
+        h = activation(torch.baddbmm(b.unsqueeze(1), h, W.transpose(1, 2)))
+        if keep_hidden:
+            hidden.append(h)
+    return hidden, torch.baddbmm(biases[-1].unsqueeze(1), h, weights[-1].transpose(1, 2))
+
+
 class BatchedMLP(torch.nn.Module):
     """``n_models`` independent MLPs of one shape, evaluated as batched matrix products.
 
@@ -205,13 +250,8 @@ class BatchedMLP(torch.nn.Module):
         if X.ndim != 3 or X.shape[0] != self.n_models or X.shape[2] != self.widths[0]:
             raise ValueError(f"X must have shape (n, {self.widths[0]}) or ({self.n_models}, n, "
                              f"{self.widths[0]}), got {tuple(X.shape)}")
-        h = X
-        last = len(self.weights) - 1
-        for l, (W, b) in enumerate(zip(self.weights, self.biases)):
-            h = torch.baddbmm(b.unsqueeze(1), h, W.transpose(1, 2))
-            if l < last:
-                h = _activate(h, self.activation, self.negative_slope)
-        return h
+        act = lambda z: _activate(z, self.activation, self.negative_slope)  # noqa: E731
+        return _stacked_forward(list(self.weights), list(self.biases), X, act, keep_hidden=False)[1]
 
     def model_params(self, m: int) -> list:
         """Model ``m`` as an explicit ``[(W, b), ...]`` list (detached copies)."""

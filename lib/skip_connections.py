@@ -29,6 +29,7 @@ import torch
 
 from lib import validate as V
 from lib.landscape import nr_rank
+from lib.nets import _stacked_forward
 from lib.train import History, _cross_entropy_per_model, cross_entropy_per_model
 
 ACTIVATIONS = ("sigmoid", "softplus")
@@ -155,12 +156,9 @@ class SkipMLP(_SkipBase):
 
 
 def _mlp_pass(weights, biases, X, act, gamma):
-    """Hidden layers (each ``(S, n, w)``) and base output of stacked MLPs; ``X`` is ``(n, d)``."""
-    h, hidden = X.unsqueeze(0).expand(weights[0].shape[0], -1, -1), []
-    for W, b in zip(weights[:-1], biases[:-1]):
-        h = _act(torch.baddbmm(b.unsqueeze(1), h, W.transpose(1, 2)), act, gamma)
-        hidden.append(h)
-    return hidden, torch.baddbmm(biases[-1].unsqueeze(1), h, weights[-1].transpose(1, 2))
+    """Hidden layers (each ``(S, n, w)``) and base output of stacked MLPs; ``X`` is ``(n, d)``: the batched
+    forward pass of :func:`lib.nets.stacked_forward` with the sigmoid or softplus activation."""
+    return _stacked_forward(weights, biases, X, lambda z: _act(z, act, gamma))
 
 
 class SkipCNN(_SkipBase):
@@ -342,6 +340,56 @@ def exact_readout(model, X, y) -> np.ndarray:
             model.V[k, :m] = Vk.to(model.V.dtype)
             res.append(float(torch.linalg.norm(psi[k, :, :m].cpu() @ Vk - R[k].cpu()) / torch.linalg.norm(R[k])))
     return np.array(res)
+
+
+def fit_readout(model, X, y, margin: float = 1.0, max_iter: int = 2000, chunk: int = 20) -> dict:
+    """The "rand" read-out trained until it fits the training set (chapter 10, Table 4.3): with ``U`` fixed,
+    full-batch L-BFGS (strong Wolfe line search, float64) on the mean cross-entropy of every model of a
+    :class:`SkipMLP` over its read-out (``V`` and the base net's output layer, a convex problem), from their
+    current values, until every training sample's margin (its label's logit minus the largest other logit)
+    is at least ``margin`` in every model, or ``max_iter`` iterations (checked every ``chunk``). The thesis'
+    rand reaches 100 % training accuracy after 300 epochs of SGD on ``V``; ours stops short of it after its
+    few epochs (:func:`train_sgd` with ``train="readout"``), and this finishes the fit, so that test
+    accuracies are compared at full training accuracy. The model's read-out is set in place (in its dtype:
+    the margin keeps the float32 copy's predictions). Returns ``iterations`` and ``margin`` (the smallest per
+    model, float64 array)."""
+    V.instance(model, "model", SkipMLP, "a SkipMLP")
+    X = model._input(V.tensor(X, "X", floating=True))
+    y = V.labels(V.tensor(y, "y", floating=False, ndim=1), "y", model.V.shape[2], n=X.shape[0], rows_of="X")
+    margin = V.positive(margin, "margin")
+    max_iter, chunk = V.positive_int(max_iter, "max_iter"), V.positive_int(chunk, "chunk")
+    with torch.no_grad():
+        hidden, psi = model._hidden_and_output(X)[0][-1].double(), model.psi(X).double()
+    parts = [t.detach().double().clone().requires_grad_(True) for t in (model.V, model.weights[-1], model.biases[-1])]
+    opt = torch.optim.LBFGS(parts, lr=1.0, max_iter=chunk, history_size=20, line_search_fn="strong_wolfe",
+                            tolerance_grad=1e-12, tolerance_change=0.0)
+    rows, y = torch.arange(len(y)), y.to(psi.device)
+
+    def logits():
+        Vr, W, b = parts
+        return torch.baddbmm(b.unsqueeze(1), hidden, W.transpose(1, 2)) + psi @ Vr
+
+    def closure():
+        opt.zero_grad()
+        loss = _cross_entropy_per_model(logits(), y).sum()
+        loss.backward()
+        return loss
+
+    done = 0
+    while True:
+        with torch.no_grad():
+            G = logits()
+            own = G[:, rows, y]
+            G[:, rows, y] = -torch.inf
+            worst = (own - G.max(2).values).min(1).values
+        if bool((worst >= margin).all()) or done >= max_iter:
+            break
+        opt.step(closure)
+        done += chunk
+    with torch.no_grad():
+        for dst, src in zip((model.V, model.weights[-1], model.biases[-1]), parts):
+            dst.copy_(src)
+    return {"iterations": done, "margin": worst.cpu().numpy()}
 
 
 def _readout_parts(model, X, k: int):

@@ -299,3 +299,62 @@ def test_dtypes_follow_the_first_weight_matrix():
     W, b = torch.tensor([[1.0, 2.0]], dtype=torch.float64), torch.tensor([0.5], dtype=torch.float32)
     out = nets.mlp_forward([(W, b)], torch.tensor([[1.0, 1.0]], dtype=torch.float32))
     assert out.dtype == torch.float64 and out.tolist() == [[3.5]]
+
+
+def _stack(widths, S, seed, dtype=torch.float64):
+    gen = torch.Generator().manual_seed(seed)
+    Ws = [torch.randn(S, o, i, generator=gen, dtype=dtype) for i, o in zip(widths[:-1], widths[1:])]
+    bs = [torch.randn(S, o, generator=gen, dtype=dtype) for o in widths[1:]]
+    return Ws, bs
+
+
+def test_stacked_forward_against_numpy_loops():
+    """Every hidden layer and the output of each stacked net against a plain numpy loop per net, for a
+    shared input and for one input batch per net, with an activation the module does not name (tanh)."""
+    widths, S = [3, 5, 4, 2], 3
+    Ws, bs = _stack(widths, S, 0)
+    gen = torch.Generator().manual_seed(1)
+    for X in (torch.randn(6, 3, generator=gen, dtype=torch.float64), torch.randn(S, 6, 3, generator=gen, dtype=torch.float64)):
+        hidden, out = nets.stacked_forward(Ws, bs, X, torch.tanh)
+        assert len(hidden) == 2 and out.shape == (S, 6, 2)
+        for s in range(S):
+            h = (X if X.ndim == 2 else X[s]).numpy()
+            for l in range(3):
+                z = h @ Ws[l][s].numpy().T + bs[l][s].numpy()
+                h = np.tanh(z) if l < 2 else z
+                got = hidden[l][s] if l < 2 else out[s]
+                np.testing.assert_allclose(got.numpy(), h, rtol=1e-12, atol=1e-12)
+
+
+def test_stacked_forward_is_the_batched_mlp_forward_and_keeps_autograd():
+    model = nets.BatchedMLP([3, 6, 6, 2], seeds=[2, 5], activation="leaky_relu", negative_slope=0.2)
+    X = torch.randn(7, 3, generator=torch.Generator().manual_seed(3))
+    hidden, out = nets.stacked_forward(list(model.weights), list(model.biases), X,
+                                       lambda z: torch.nn.functional.leaky_relu(z, 0.2))
+    assert torch.equal(out, model(X)) and len(hidden) == 2
+    first = torch.nn.functional.leaky_relu(X @ model.weights[0].transpose(1, 2) + model.biases[0][:, None], 0.2)
+    assert torch.allclose(hidden[0], first, atol=1e-6)
+    out.sum().backward()
+    assert model.weights[0].grad is not None and model.weights[0].grad.abs().sum() > 0
+    none, out2 = nets._stacked_forward(list(model.weights), list(model.biases), X, torch.relu, keep_hidden=False)
+    assert none == [] and out2.shape == (2, 7, 2)
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda W, b, X: nets.stacked_forward(W, b[:-1], X, torch.tanh), r"^biases must hold one tensor per layer \(2\), got 1$"),
+    (lambda W, b, X: nets.stacked_forward(W, b, X, "tanh"), r"^activation must be"),
+    (lambda W, b, X: nets.stacked_forward([], [], X, torch.tanh), r"^weights must"),
+    (lambda W, b, X: nets.stacked_forward([W[0][0]] + W[1:], b, X, torch.tanh), r"^weights\[0\] must"),
+    (lambda W, b, X: nets.stacked_forward(W, [b[0], b[0]], X, torch.tanh), r"^layer 1: expected weights \(2, d_out, 4\)"),
+    (lambda W, b, X: nets.stacked_forward([W[0], W[0]], b, X, torch.tanh), r"^layer 1: expected"),
+    (lambda W, b, X: nets.stacked_forward([W[0], W[1][:1]], b, X, torch.tanh), r"^layer 1: expected"),
+    (lambda W, b, X: nets.stacked_forward(W, b, X[:, :2], torch.tanh), r"^X must have shape \(n, 3\) or \(2, n, 3\), got \(5, 2\)$"),
+    (lambda W, b, X: nets.stacked_forward(W, b, X.expand(3, -1, -1), torch.tanh), r"^X must have shape"),
+    (lambda W, b, X: nets.stacked_forward(W, b, X[0], torch.tanh), r"^X must have shape"),
+    (lambda W, b, X: nets.stacked_forward(W, b, X.long(), torch.tanh), r"^X must"),
+])
+def test_stacked_forward_bad_input(call, match):
+    Ws, bs = _stack([3, 4, 2], 2, 0, dtype=torch.float32)
+    X = torch.randn(5, 3)
+    with pytest.raises((ValueError, TypeError), match=match):
+        call(Ws, bs, X)

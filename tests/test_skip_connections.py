@@ -901,6 +901,59 @@ def test_readout_descent_is_a_convex_descent_to_the_target():
         SK.readout_descent(model, X, y, target=0)
 
 
+def np_margins(model, X, y, k):
+    """Each sample's margin (its label's logit minus the largest other one) from the numpy reference pass."""
+    G, _ = reference_forward(model, X, k)
+    own = G[np.arange(len(y)), y.numpy()]
+    G[np.arange(len(y)), y.numpy()] = -np.inf
+    return own - G.max(1)
+
+
+def test_fit_readout_fits_every_sample_with_the_margin_and_moves_only_the_readout():
+    X, y = data(n=30, d=5)
+    model = SK.SkipMLP([5, 20, 20, 3], [0, 1], [30, 36], "sigmoid")  # float32, M >= N: Psi has rank N
+    before = {n: p.detach().clone() for n, p in model.named_parameters()}
+    Xf = X.float()
+    start = [np_margins(model, Xf, y, k).min() for k in range(2)]
+    out = SK.fit_readout(model, Xf, y, margin=0.5)
+    assert min(start) < 0 and out["iterations"] > 0 and out["iterations"] % 20 == 0
+    for k in range(2):
+        m = np_margins(model, Xf, y, k)
+        assert m.min() >= 0.5 - 1e-2 and out["margin"][k] == pytest.approx(m.min(), abs=1e-2)  # float32 logits up to ~500
+    assert np.all(SK.accuracy(model, Xf, y) == 1.0)
+    # U (every hidden layer) and the skip index stay; V, W_L and b_L move; V's masked rows stay 0
+    now = dict(model.named_parameters())
+    assert sorted(n for n in now if not torch.equal(before[n], now[n])) == ["V", "biases.2", "weights.2"]
+    assert torch.all(model.V[0, 30:] == 0) and model.V[0, :30].abs().sum() > 0
+    # fitted already: no iteration, nothing changes (float32 -> float64 -> float32 is exact)
+    V1 = model.V.detach().clone()
+    again = SK.fit_readout(model, Xf, y, margin=0.5)
+    assert again["iterations"] == 0 and torch.equal(V1, model.V)
+
+
+def test_fit_readout_stops_at_max_iter_and_refuses_bad_input():
+    X, y = data(n=30, d=5)
+    model = SK.SkipMLP([5, 20, 20, 3], [0], 36, "sigmoid", dtype=torch.float64)
+    out = SK.fit_readout(model, X, y, max_iter=1, chunk=1)
+    assert out["iterations"] == 1 and out["margin"][0] < 1.0
+    assert out["margin"][0] == pytest.approx(np_margins(model, X, y, 0).min(), rel=1e-10)
+    d = SK.fit_readout(SK.SkipMLP([5, 20, 20, 3], [0], 36, "sigmoid", dtype=torch.float64), X, y)
+    assert d["margin"][0] >= 1.0  # the default margin
+    cnn = SK.SkipCNN((("conv", 2, 3, 1), ("fc", 3)), (1, 4, 4), 3, 0, 4)
+    with pytest.raises(TypeError, match="^model must be a SkipMLP"):
+        SK.fit_readout(cnn, torch.rand(2, 1, 4, 4), [0, 1])
+    with pytest.raises(ValueError, match="^margin must be"):
+        SK.fit_readout(model, X, y, margin=0.0)
+    with pytest.raises(ValueError, match="^max_iter must be"):
+        SK.fit_readout(model, X, y, max_iter=0)
+    with pytest.raises(ValueError, match="^chunk must be"):
+        SK.fit_readout(model, X, y, chunk=0)
+    with pytest.raises(ValueError, match=r"^X must have shape \(n, 5\)"):
+        SK.fit_readout(model, X[:, :4], y)
+    with pytest.raises(ValueError, match="^y"):
+        SK.fit_readout(model, X, y[:4])
+
+
 def test_readout_helpers_defaults():
     X, y = data(n=10, d=5)
     model = SK.SkipMLP([5, 16, 16, 3], [0, 1], 24, "softplus", dtype=torch.float64)
