@@ -191,6 +191,11 @@ def stacked_forward(weights, biases, X: torch.Tensor, activation) -> tuple[list,
     if X.ndim not in (2, 3) or X.shape[-1] != W0.shape[2] or (X.ndim == 3 and X.shape[0] != S):
         raise V.ArgumentValueError(f"X must have shape (n, {W0.shape[2]}) or ({S}, n, {W0.shape[2]}), "
                                    f"got {tuple(X.shape)}")
+    named = [*((f"weights[{l}]", w) for l, w in enumerate(weights)), *((f"biases[{l}]", b) for l, b in enumerate(biases)),
+             ("X", X)]
+    for name, t in named:
+        if t.dtype != W0.dtype:
+            raise V.ArgumentValueError(f"{name} must have the dtype of weights[0] ({W0.dtype}), got {t.dtype}")
     return _stacked_forward(list(weights), list(biases), X, activation)
 
 

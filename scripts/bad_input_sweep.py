@@ -510,6 +510,9 @@ def _specs():
         ("equivalence", "counterexample", lambda: dict(name=("dead_neuron", "choice"), delta=(0.1, RE))),
         ("equivalence", "CountingOracle", lambda: dict(f=(lambda X: X[:, 0], "callable"))),
         # nets
+        ("nets", "stacked_forward", lambda: dict(weights=(list(lib["nets"].BatchedMLP([3, 4, 2], seeds=[0, 1]).weights), "list"),
+                                                  biases=(list(lib["nets"].BatchedMLP([3, 4, 2], seeds=[0, 1]).biases), "list"),
+                                                  X=(torch.randn(5, 3), "batch"), activation=(torch.tanh, "callable"))),
         ("nets", "activate", lambda: dict(z=(Xt(), "elementwise"), activation=("leaky_relu", "choice"), negative_slope=(0.01, "slope"))),
         ("nets", "init_mlp", lambda: dict(widths=([2, 3, 1], "widths"), seed=(0, SE), scheme=("he", "choice"), scale=(1.0, "nonneg"))),
         ("nets", "mlp_forward", lambda: dict(params=(net_t(), "params"), X=(Xt(), "batch"), activation=("leaky_relu", "choice"),
@@ -763,6 +766,8 @@ def _specs():
                                                         lr=(0.1, RA), seed=(0, SE), train=("all", "choice"), momentum=(0.9, "fraction"),
                                                         nesterov=(True, None), milestones=((0.5, 0.75), "list"), track_accuracy=(False, None))),
         ("skip_connections", "psi_ranks", lambda: dict(model=(skm(), "model"), X=(Xt(), A))),
+        ("skip_connections", "fit_readout", lambda: dict(model=(skm(), "model"), X=(Xt(), A), y=(yt8(), "labels"), margin=(1.0, "nonneg"),
+                                                        max_iter=(20, C), chunk=(10, C))),
         ("skip_connections", "exact_readout", lambda: dict(model=(skm(), "model"), X=(Xt(), A), y=(yt8(), "labels"))),
         ("skip_connections", "filter_normalised_direction", lambda: dict(params=([torch.ones(3, 2), torch.ones(3)], "list"),
                                                                           gen=(torch.Generator().manual_seed(0), None))),

@@ -331,7 +331,14 @@ def test_stacked_forward_is_the_batched_mlp_forward_and_keeps_autograd():
     X = torch.randn(7, 3, generator=torch.Generator().manual_seed(3))
     hidden, out = nets.stacked_forward(list(model.weights), list(model.biases), X,
                                        lambda z: torch.nn.functional.leaky_relu(z, 0.2))
-    assert torch.equal(out, model(X)) and len(hidden) == 2
+    with torch.no_grad():  # an independent computation: one net at a time, torch's linear layers
+        for k in range(2):
+            h = X
+            for l in range(2):
+                h = torch.nn.functional.leaky_relu(torch.nn.functional.linear(h, model.weights[l][k], model.biases[l][k]), 0.2)
+            ref = torch.nn.functional.linear(h, model.weights[2][k], model.biases[2][k])
+            assert torch.allclose(out[k], ref, atol=1e-6)
+    assert torch.equal(out, model(X)) and len(hidden) == 2  # and BatchedMLP's forward is this function
     first = torch.nn.functional.leaky_relu(X @ model.weights[0].transpose(1, 2) + model.biases[0][:, None], 0.2)
     assert torch.allclose(hidden[0], first, atol=1e-6)
     out.sum().backward()
@@ -349,6 +356,8 @@ def test_stacked_forward_is_the_batched_mlp_forward_and_keeps_autograd():
     (lambda W, b, X: nets.stacked_forward([W[0], W[0]], b, X, torch.tanh), r"^layer 1: expected"),
     (lambda W, b, X: nets.stacked_forward([W[0], W[1][:1]], b, X, torch.tanh), r"^layer 1: expected"),
     (lambda W, b, X: nets.stacked_forward(W, b, X[:, :2], torch.tanh), r"^X must have shape \(n, 3\) or \(2, n, 3\), got \(5, 2\)$"),
+    (lambda W, b, X: nets.stacked_forward(W, b, X.double(), torch.tanh), r"^X must have the dtype of weights\[0\] \(torch.float32\), got torch.float64$"),
+    (lambda W, b, X: nets.stacked_forward(W, [b[0], b[1].double()], X, torch.tanh), r"^biases\[1\] must have the dtype"),
     (lambda W, b, X: nets.stacked_forward(W, b, X.expand(3, -1, -1), torch.tanh), r"^X must have shape"),
     (lambda W, b, X: nets.stacked_forward(W, b, X[0], torch.tanh), r"^X must have shape"),
     (lambda W, b, X: nets.stacked_forward(W, b, X.long(), torch.tanh), r"^X must"),
