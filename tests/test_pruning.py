@@ -974,3 +974,35 @@ def test_cnn_forward_names_x_on_images_of_another_size():
     assert cnn(torch.zeros(2, 1, 8, 8)).shape == (2, 3) and cnn(torch.zeros(2, 1, 9, 15)).shape == (2, 3)  # 9 // 8 = 1
     with pytest.raises(ValueError, match=r"^x must hold images of the model's size \(H // 8 = W // 8 = 1\)"):
         cnn(torch.zeros(2, 1, 8, 7))
+
+
+# --- bugs of the kinds the mutation record left alive (issue 37) -------------------------------------------
+
+def test_prunable_cnn_forward_equals_its_layers_called_as_modules_biases_included():
+    """With every mask 1 the forward is the plain CNN: torch's own modules (which add their biases), ReLU and
+    2x2 max-pooling, then the linear layer; a forward that dropped a bias would differ (biases set non-zero)."""
+    torch.manual_seed(0)
+    net = P.PrunableCNN(1, 16, channels=4, classes=3, seed=0)
+    with torch.no_grad():
+        for layer in (*net.convs, net.fc):
+            layer.bias.uniform_(0.5, 1.0)
+    x = torch.rand(5, 1, 16, 16)
+    h = x
+    for conv in net.convs:
+        h = torch.nn.functional.max_pool2d(torch.relu(conv(h)), 2)
+    assert torch.allclose(net(x), net.fc(h.flatten(1)), atol=1e-6)
+
+
+def test_prunable_cnn_refuses_images_of_another_width():
+    net = P.PrunableCNN(1, 16, channels=4, classes=3, seed=0)
+    for shape in [(2, 1, 16, 24), (2, 1, 24, 16)]:  # either side wrong
+        with pytest.raises(ValueError, match=r"^x must hold images of the model's size"):
+            net(torch.rand(*shape))
+
+
+def test_wilson_interval_at_the_ends():
+    """Wilson's bounds at 0 and n successes (the clip to [0, 1] only guards rounding: analytically they lie inside)."""
+    lo, hi = P.wilson_interval(10, 10)
+    assert hi == 1.0 and 0.6 < lo < 0.75  # Wilson's lower bound for 10 of 10 at z = 1.96: 0.722
+    lo, hi = P.wilson_interval(0, 10)
+    assert lo == 0.0 and 0.25 < hi < 0.3
