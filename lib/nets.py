@@ -183,6 +183,8 @@ def stacked_forward(weights, biases, X: torch.Tensor, activation) -> tuple[list,
     for l, (W, b) in enumerate(zip(weights, biases)):
         W = V.tensor(W, f"weights[{l}]", floating=True, ndim=3)
         b = V.tensor(b, f"biases[{l}]", floating=True, ndim=2)
+        for name, t in ((f"weights[{l}]", W), (f"biases[{l}]", b)):
+            _same_dtype(name, t, W0)
         if W.shape[0] != S or W.shape[2] != prev or tuple(b.shape) != (S, W.shape[1]):
             raise V.ArgumentValueError(f"layer {l}: expected weights ({S}, d_out, {prev}) and biases ({S}, d_out), "
                                        f"got {tuple(W.shape)} and {tuple(b.shape)}")
@@ -191,12 +193,13 @@ def stacked_forward(weights, biases, X: torch.Tensor, activation) -> tuple[list,
     if X.ndim not in (2, 3) or X.shape[-1] != W0.shape[2] or (X.ndim == 3 and X.shape[0] != S):
         raise V.ArgumentValueError(f"X must have shape (n, {W0.shape[2]}) or ({S}, n, {W0.shape[2]}), "
                                    f"got {tuple(X.shape)}")
-    named = [*((f"weights[{l}]", w) for l, w in enumerate(weights)), *((f"biases[{l}]", b) for l, b in enumerate(biases)),
-             ("X", X)]
-    for name, t in named:
-        if t.dtype != W0.dtype:
-            raise V.ArgumentValueError(f"{name} must have the dtype of weights[0] ({W0.dtype}), got {t.dtype}")
+    _same_dtype("X", X, W0)
     return _stacked_forward(list(weights), list(biases), X, activation)
+
+
+def _same_dtype(name: str, t: torch.Tensor, W0: torch.Tensor) -> None:
+    if t.dtype != W0.dtype:
+        raise V.ArgumentValueError(f"{name} must have the dtype of weights[0] ({W0.dtype}), got {t.dtype}")
 
 
 def _stacked_forward(weights, biases, X, activation, keep_hidden: bool = True):

@@ -105,16 +105,9 @@ def test_fetch_takes_a_str_path_and_refuses_bad_arguments(tmp_path, monkeypatch)
 
 
 def test_mnist_parser_reads_idx(tmp_path):
-    import gzip
-
-    def idx(path, arr):
-        header = bytes([0, 0, 8, arr.ndim]) + b"".join(int(s).to_bytes(4, "big") for s in arr.shape)
-        with gzip.open(path, "wb") as fh:
-            fh.write(header + arr.astype(np.uint8).tobytes())
-        return path
     imgs = np.arange(2 * 28 * 28).reshape(2, 28, 28) % 256
     labels = np.array([3, 5])
-    files = [idx(tmp_path / f"{i}.gz", a) for i, a in enumerate([imgs, labels, imgs, labels])]
+    files = [_idx_file(tmp_path / f"{i}.gz", a) for i, a in enumerate([imgs, labels, imgs, labels])]
     split = data._parse_mnist(files)
     assert split.X_train.shape == (2, 28, 28) and split.y_test.tolist() == [3, 5]
     assert float(split.X_train.max()) == 1.0
@@ -123,20 +116,12 @@ def test_mnist_parser_reads_idx(tmp_path):
 @pytest.mark.parametrize("name", ["cifar10", "cifar100"])
 def test_cifar_archives_parse(tmp_path, name):
     """A miniature archive with the real member names and keys parses to (N, 3, 32, 32) in [0, 1]."""
-    import io
     import pickle
-    import tarfile
 
     members, label_key = data._CIFAR_LAYOUT[name]
-    archive = tmp_path / f"{name}.tar.gz"
-    with tarfile.open(archive, "w:gz") as tar:
-        for split, names in members.items():
-            for k, member in enumerate(names):
-                batch = {b"data": np.full((2, 3072), 255 * (k % 2), dtype=np.uint8), label_key: [k, k + 1]}
-                blob = pickle.dumps(batch)
-                info = tarfile.TarInfo(member)
-                info.size = len(blob)
-                tar.addfile(info, io.BytesIO(blob))
+    archive = _tar(tmp_path / f"{name}.tar.gz", {
+        member: pickle.dumps({b"data": np.full((2, 3072), 255 * (k % 2), dtype=np.uint8), label_key: [k, k + 1]})
+        for names in members.values() for k, member in enumerate(names)})
     split = data._PARSERS[name]([archive])
     n_train = 2 * len(members["train"])
     assert split.X_train.shape == (n_train, 3, 32, 32) and split.X_test.shape == (2, 3, 32, 32)
