@@ -367,3 +367,38 @@ def test_stacked_forward_bad_input(call, match):
     X = torch.randn(5, 3)
     with pytest.raises((ValueError, TypeError), match=match):
         call(Ws, bs, X)
+
+
+def test_stacked_forward_of_one_layer_and_of_no_inputs():
+    """A single linear layer is a stack too (X W^T + b per net, checked by numpy), and an empty batch gives
+    an empty output of the right shape, for a shared input and for one batch per net."""
+    (W,), (b,) = _stack([3, 2], 4, 7)
+    X = torch.randn(5, 3, generator=torch.Generator().manual_seed(8), dtype=torch.float64)
+    hidden, out = nets.stacked_forward([W], [b], X, torch.tanh)
+    assert hidden == [] and out.shape == (4, 5, 2)
+    for s in range(4):
+        np.testing.assert_allclose(out[s].numpy(), X.numpy() @ W[s].numpy().T + b[s].numpy(), rtol=1e-12, atol=1e-12)
+    Ws, bs = _stack([3, 4, 2], 4, 9)
+    for X0 in (torch.zeros(0, 3, dtype=torch.float64), torch.zeros(4, 0, 3, dtype=torch.float64)):
+        hidden, out = nets.stacked_forward(Ws, bs, X0, torch.tanh)
+        assert out.shape == (4, 0, 2) and hidden[0].shape == (4, 0, 4)
+
+
+@pytest.mark.parametrize("make, match", [
+    (lambda W, b: (W, 5), r"^biases must be a list or tuple"),
+    (lambda W, b: ([W[0], W[1][0]], b), r"^weights\[1\] must"),
+    (lambda W, b: (W, [b[0], b[1][0]]), r"^biases\[1\] must"),
+])
+def test_stacked_forward_names_the_bad_layer(make, match):
+    """A layer's tensor of the wrong rank is refused with its own name (not by a later shape error)."""
+    W, b = make(*_stack([3, 4, 2], 2, 0, dtype=torch.float32))
+    with pytest.raises((ValueError, TypeError), match=match):
+        nets.stacked_forward(W, b, torch.randn(5, 3), torch.tanh)
+
+
+def test_leaky_np_of_an_empty_array_and_its_argument_names():
+    assert nets.leaky_np(np.zeros((0, 3)), 0.1).shape == (0, 3)
+    with pytest.raises((ValueError, TypeError), match=r"^U must"):
+        nets.leaky_np("x", 0.1)
+    with pytest.raises((ValueError, TypeError), match=r"^d0 must"):
+        nets.as_float64_inputs(np.ones((2, 3)), 0)
