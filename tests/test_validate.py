@@ -596,3 +596,51 @@ def test_array_dtypes_tensors_and_whole_numbers():
     assert V.array(np.array([3, 4], dtype=np.int32), "i", integer=True).dtype == np.int64
     with pytest.raises(V.ArgumentValueError, match="whole numbers"):
         V.array(np.array([0.5], dtype=np.float32), "i", integer=True)
+
+
+# ---------------------------------------------------------------------------------------------
+# the exact messages and the accepted edge cases (each test below was seen failing under a mutant of
+# lib/validate.py that the rest of this file let through)
+
+def test_boolean_returns_the_value_and_callable_names_the_value():
+    assert V.boolean(True, "flag") is True and V.boolean(np.bool_(True), "flag") is True
+    assert V.boolean(False, "flag") is False
+    with pytest.raises(TypeError, match=r"^f must be callable, got 5$"):
+        V.callable_(5, "f")
+
+
+def test_tensor_messages_name_argument_expectation_and_value():
+    with pytest.raises(TypeError, match=r"^x must be a floating-point tensor, got tensor of shape \(2,\) and dtype torch.int64$"):
+        V.tensor(torch.ones(2, dtype=torch.int64), "x", floating=True)
+    with pytest.raises(TypeError, match=r"^x must be an integer tensor, got tensor of shape \(2,\) and dtype torch.float32$"):
+        V.tensor(torch.ones(2), "x", floating=False)
+    with pytest.raises(ValueError, match=r"^x must be an array with 1 dimensions \(1-D\), got tensor of shape \(2, 2\)"):
+        V.tensor(torch.ones(2, 2), "x", ndim=1)
+    with pytest.raises(ValueError, match=r"^x must be non-empty, got tensor of shape \(0,\)"):
+        V.tensor(torch.ones(0), "x")  # nonempty is the default
+    assert V.tensor(torch.ones(0), "x", nonempty=False).shape == (0,)
+
+
+def test_labels_accepts_whole_floats_and_one_label_per_row():
+    y = np.array([0.0, 2.0, 1.0])
+    assert V.labels(y, "y", 3) is y  # whole numbers in a float array are class indices
+    assert V.labels([0, 1], "y", 2, n=2, rows_of="X") == [0, 1]
+    with pytest.raises(ValueError, match=r"^y must be one label per row of X \(3 rows\), got list \[0, 1\]$"):
+        V.labels([0, 1], "y", 2, n=3, rows_of="X")
+    with pytest.raises(TypeError, match=r"^y must be a numeric array"):
+        V.labels(["a"], "y")
+
+
+def test_finite_loss_takes_a_loss_that_requires_grad():
+    """A trainer's loss tensor still holds its graph: the check reads it without numpy (which refuses such
+    a tensor), and so also works on a GPU tensor."""
+    loss = (torch.ones(3, requires_grad=True) * 2).sum()
+    V.finite_loss(loss, 0)
+    with pytest.raises(V.TrainingDivergedError, match="step 4"):
+        V.finite_loss(loss * math.inf, 4)
+
+
+def test_each_accepts_an_empty_tuple_and_items_names_the_field():
+    assert V.each(V.positive_int)((), "Config.sizes") == ()
+    with pytest.raises(TypeError, match=r"^Config.shape must be a list or tuple, got 5$"):
+        V.items(V.positive_int, V.positive_int)(5, "Config.shape")
