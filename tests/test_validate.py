@@ -14,6 +14,15 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from lib import validate as V
+# The property tests below: imported here, not in the test, so that the first Hypothesis example does not time
+# the import (12 s for mutmut's instrumented copies, over the 2 s deadline).
+from lib import boolean as B
+from lib import boolean_families as BF
+from lib import distill as D
+from lib import equivalence as E
+from lib import multiexit as ME
+from lib import nets
+from lib import train as T
 
 finite = st.floats(allow_nan=False, allow_infinity=False, width=64)
 bad_float = st.sampled_from([math.nan, math.inf, -math.inf])
@@ -284,10 +293,6 @@ small = st.floats(-10, 10, allow_nan=False, width=64)
 
 @given(st.integers(1, 4), st.integers(1, 5), st.integers(1, 4), st.integers(0, 8), st.data())
 def test_forwards_of_random_networks_are_finite_and_agree(d0, d1, d2, n, data):
-    from lib import boolean as B
-    from lib import equivalence as E
-    from lib import nets
-
     params = [(data.draw(hnp.arrays(np.float64, (d1, d0), elements=small)), data.draw(hnp.arrays(np.float64, (d1,), elements=small))),
               (data.draw(hnp.arrays(np.float64, (d2, d1), elements=small)), data.draw(hnp.arrays(np.float64, (d2,), elements=small)))]
     X = data.draw(hnp.arrays(np.float64, (max(n, 1), d0), elements=small))
@@ -301,8 +306,6 @@ def test_forwards_of_random_networks_are_finite_and_agree(d0, d1, d2, n, data):
 
 @given(st.integers(1, 4), st.data())
 def test_fourier_metrics_of_random_tables(n, data):
-    from lib import boolean_families as BF
-
     tables = data.draw(hnp.arrays(np.uint8, (data.draw(st.integers(1, 5)), 2 ** n), elements=st.integers(0, 1)))
     m = BF.fourier_metrics(tables)
     for key in ("degree", "influence", "entropy"):
@@ -312,8 +315,6 @@ def test_fourier_metrics_of_random_tables(n, data):
 
 @given(st.integers(1, 6), st.integers(1, 5), st.data())
 def test_distill_losses_of_random_data(n, d, data):
-    from lib import distill as D
-
     X = data.draw(hnp.arrays(np.float64, (n, d), elements=small))
     w = data.draw(hnp.arrays(np.float64, (d,), elements=small))
     y = D.soft_labels(X, w, temperature=data.draw(st.floats(0.1, 10)))
@@ -324,8 +325,6 @@ def test_distill_losses_of_random_data(n, d, data):
 
 @given(st.integers(1, 3), st.integers(1, 6), st.integers(2, 5), st.data())
 def test_per_model_losses_of_random_outputs(M, n, K, data):
-    from lib import train as T
-
     out = torch.from_numpy(data.draw(hnp.arrays(np.float64, (M, n, K), elements=small)))
     y = torch.from_numpy(data.draw(hnp.arrays(np.int64, (n,), elements=st.integers(0, K - 1))))
     for loss in (T.cross_entropy_per_model(out, y), T.mse_per_model(out, out.detach() * 0),
@@ -335,8 +334,6 @@ def test_per_model_losses_of_random_outputs(M, n, K, data):
 
 @given(st.integers(1, 3), st.integers(1, 4), st.integers(1, 6), st.integers(2, 4), st.data())
 def test_multiexit_accuracies_of_random_probabilities(S, M, n, K, data):
-    from lib import multiexit as ME
-
     probs = data.draw(hnp.arrays(np.float64, (S, M, n, K), elements=st.floats(0, 1)))
     y = data.draw(hnp.arrays(np.int64, (n,), elements=st.integers(0, K - 1)))
     for acc in (ME.per_exit_accuracy(probs, y), ME.anytime_mode_accuracy(probs, y)):
