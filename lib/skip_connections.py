@@ -641,20 +641,28 @@ def run_table_row(arch: str, activation: str, variant: str, X, y, X_test, y_test
     Training: :func:`train_sgd` (SGD + Nesterov ``momentum``, lr divided by 10 at 50 % and 75 % of ``epochs``,
     §4.4) on ``X``, with the C-10+ augmentation :func:`flip_crop` if ``augment``. Models are built on the CPU
     and trained on ``X``'s device. Returns per-seed arrays ``train`` (accuracy on the un-augmented ``X``) and
-    ``test`` (on ``X_test``), and ``seeds``."""
+    ``test`` (on ``X_test``), ``seeds`` and ``diverged``: a seed whose loss became NaN/inf is recorded with NaN
+    accuracies and the run goes on (one diverged seed must not end a paper run of days)."""
     V.choice(variant, "variant", VARIANTS)
     X, X_test = V.tensor(X, "X", floating=True, ndim=4), V.tensor(X_test, "X_test", floating=True, ndim=4)
     seeds = [V.seed(s, "seeds[i]") for s in V.sequence(seeds, "seeds", min_len=1)]
     seeds = seeds[:1] if variant == "orig" else seeds
-    out = {"train": [], "test": [], "seeds": seeds}
+    out = {"train": [], "test": [], "seeds": seeds, "diverged": []}
     for s in seeds:
         model = paper_model(arch, tuple(X.shape[1:]), 10, s, 0 if variant == "orig" else X.shape[0], activation).to(X.device)
         if variant == "skip-rand":
             model.eval().requires_grad_(False)
             for p in model.readout_parameters():
                 p.requires_grad_(True)
-        train_sgd(model, X, y, epochs, batch_size, lr, seed=s, train="readout" if variant == "skip-rand" else "all",
-                  momentum=momentum, augment=flip_crop if augment else None)
+        try:
+            train_sgd(model, X, y, epochs, batch_size, lr, seed=s, train="readout" if variant == "skip-rand" else "all",
+                      momentum=momentum, augment=flip_crop if augment else None)
+        except V.TrainingDivergedError:
+            out["diverged"].append(True)
+            out["train"].append(math.nan)
+            out["test"].append(math.nan)
+            continue
+        out["diverged"].append(False)
         model.eval()
         out["train"].append(float(accuracy(model, X, y, chunk)[0]))
         out["test"].append(float(accuracy(model, X_test, y_test, chunk)[0]))
@@ -733,8 +741,11 @@ def table_runs(table: str, archs, activations=ACTIVATIONS) -> list:
 
 
 def _pm(a) -> str:
+    """Mean ± sample sd in % of the finite entries of ``a``, saying how many seeds diverged (NaN)."""
     a = 100 * np.asarray(a, dtype=float)
-    return f"{a.mean():.2f}" if len(a) == 1 else f"{a.mean():.2f} ± {a.std(ddof=1):.2f}"
+    ok = a[np.isfinite(a)]
+    text = "diverged" if len(ok) == 0 else f"{ok.mean():.2f}" if len(ok) == 1 else f"{ok.mean():.2f} ± {ok.std(ddof=1):.2f}"
+    return text + (f" ({len(a) - len(ok)} of {len(a)} diverged)" if 0 < len(ok) < len(a) else "")
 
 
 def table_markdown(table: str, results: dict, archs) -> tuple:

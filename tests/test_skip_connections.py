@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from lib import skip_connections as SK
+from lib import validate as V
 from lib.landscape import nr_rank
 
 
@@ -1140,6 +1141,12 @@ def test_run_table_row_trains_each_seed_as_its_variant(monkeypatch):
             m = SK.paper_model("cnn13", (1, 28, 28), 10, int(s), 0 if variant == "orig" else 12, act)
             train(m, X, y, 2, 5, 0.01, seed=int(s), **kw)
             assert r["train"][k] == SK.accuracy(m, X, y)[0] and r["test"][k] == SK.accuracy(m, Xt, yt)[0]
+    assert orig["diverged"].tolist() == [False] and sgd["diverged"].tolist() == [False, False]
+    # a seed that diverges is recorded as NaN and the next one still runs
+    monkeypatch.setattr(SK, "train_sgd", lambda model, *a, **kw: (_ for _ in ()).throw(
+        V.TrainingDivergedError("nan")) if kw["seed"] == 3 else train(model, *a, **kw))
+    mixed = SK.run_table_row("cnn13", "softplus", "skip-SGD", X, y, Xt, yt, [3, 4], 1, 0.01, 5)
+    assert mixed["diverged"].tolist() == [True, False] and np.isnan(mixed["test"][0]) and np.isfinite(mixed["test"][1])
     with pytest.raises(ValueError, match="^variant must be one of"):
         SK.run_table_row("cnn13", "sigmoid", "skip", X, y, Xt, yt, [0], 1, 0.01, 5)
     with pytest.raises(ValueError, match="^seeds must"):
@@ -1196,5 +1203,9 @@ def test_table_markdown_sets_ours_beside_the_thesis():
     assert rows[1] == ["vgg11 skip-rand", "not run / 62.81 ± 0.39", "not run / 100", "25.00 / 64.49 ± 0.38", "75.00 / 100"]
     assert SK.table_markdown("4.4", {}, ["vgg11"])[1][1][2] == "— / —"  # rand on C-10+: not in the thesis
     assert SK.table_markdown("4.4", {}, ["vgg11"])[0][2] == "sigmoid C-10+ test % (ours / thesis)"
+    res = {("cnn13", "skip-SGD", "softplus", False): {"test": np.array([0.5, np.nan, 0.7])},
+           ("cnn13", "orig", "softplus", False): {"test": np.array([np.nan])}}
+    rows = SK.table_markdown("4.2", res, ["cnn13"])[1]
+    assert rows[2][2] == "60.00 ± 14.14 (1 of 3 diverged) / 99.14 ± 0.04" and rows[0][2] == "diverged / 99.20"
     with pytest.raises(ValueError, match="^results must be"):
         SK.table_markdown("4.2", [], ["cnn13"])
