@@ -522,3 +522,245 @@ def check_paper_config_step(layers, in_shape, n_out: int, n_skip: int, batch: in
     X = torch.rand((V.positive_int(batch, "batch"), *model.in_shape), generator=gen)
     y = torch.randint(0, n_out, (batch,), generator=gen)
     return float(train_sgd(model, X, y, 1, batch, 0.01, seed).loss[0][0])
+
+
+# ---------------------------------------------------------------------------------------------------
+# The paper path (REPRO_SCALE=paper only): the thesis' Tables 4.2-4.5 with its own architectures and data.
+
+class SkipDenseNet(_SkipBase):
+    """DenseNet-121 for CIFAR-10 (Table 4.3; Huang et al. 2017: growth rate ``growth`` = 32, dense blocks of
+    ``blocks`` = (6, 12, 24, 16) bottleneck layers BN-act-1x1 conv (4 x growth)-BN-act-3x3 conv (growth),
+    transitions BN-act-1x1 conv halving the channels-2x2 average pool, then BN-act, global average pool and a
+    linear layer) with the sigmoid or softplus activation, written with torch only. The stem is the CIFAR one
+    (a 3x3 convolution to 2 x growth channels, no pooling): the thesis says its DenseNets pool only after the
+    first dense block, which the ImageNet stem (7x7 conv, max-pool) would not. The ``n_skip`` skip neurons are
+    drawn from the first dense block only (Table 4.3's caption): the outputs of every activation inside it
+    (both of each of its layers), ``sum_i (2 growth + i growth + 4 growth) H W`` units. Convolutions and the
+    head are initialised like :class:`SkipCNN` (He truncated normal, no conv biases, as in DenseNet), the
+    batch norms at weight 1, bias 0. Model axis of length 1. Call ``.eval()`` before evaluating it (batch
+    statistics in training mode, running statistics in eval mode)."""
+
+    def __init__(self, in_shape, n_out: int, seed: int, n_skip: int, activation: str = "sigmoid", gamma: float = 20.0,
+                 growth: int = 32, blocks=(6, 12, 24, 16), dtype=torch.float32):
+        super().__init__()
+        in_shape = tuple(V.positive_int(s, "in_shape[i]") for s in V.sequence(in_shape, "in_shape", min_len=3))
+        if len(in_shape) != 3:
+            raise V.ArgumentValueError(f"in_shape must be (channels, height, width), got {in_shape}")
+        n_out, growth = V.positive_int(n_out, "n_out"), V.positive_int(growth, "growth")
+        blocks = [V.positive_int(b, "blocks[i]") for b in V.sequence(blocks, "blocks", min_len=1)]
+        gen = torch.Generator().manual_seed(V.seed(seed))
+        self.act, self.gamma = V.choice(activation, "activation", ACTIVATIONS), V.positive(gamma, "gamma")
+        self.in_shape = in_shape
+        conv = lambda i, o, k: self._conv(i, o, k, gen, dtype)  # noqa: E731
+        bn = lambda c: torch.nn.BatchNorm2d(c, dtype=dtype)  # noqa: E731
+        ch = 2 * growth
+        self.stem = conv(in_shape[0], ch, 3)
+        self.blocks, self.transitions = torch.nn.ModuleList(), torch.nn.ModuleList()
+        for b, n_layers in enumerate(blocks):
+            layers = torch.nn.ModuleList()
+            for _ in range(n_layers):
+                layers.append(torch.nn.ModuleList([bn(ch), conv(ch, 4 * growth, 1), bn(4 * growth), conv(4 * growth, growth, 3)]))
+                ch += growth
+            self.blocks.append(layers)
+            if b < len(blocks) - 1:
+                self.transitions.append(torch.nn.ModuleList([bn(ch), conv(ch, ch // 2, 1)]))
+                ch //= 2
+        self.final_bn = bn(ch)
+        self.head = torch.nn.Linear(ch, n_out, dtype=dtype)
+        with torch.no_grad():
+            self.head.weight.copy_(he_truncated_normal(self.head.weight.shape, ch, gen, dtype))
+            self.head.bias.zero_()
+        self.n_hidden = sum(2 * growth + i * growth + 4 * growth for i in range(blocks[0])) * in_shape[1] * in_shape[2]
+        self._init_skip(n_skip, [gen], self.n_hidden, n_out, dtype)
+
+    @staticmethod
+    def _conv(c_in, c_out, k, gen, dtype):
+        c = torch.nn.Conv2d(c_in, c_out, k, padding=(k - 1) // 2, bias=False, dtype=dtype)
+        with torch.no_grad():
+            c.weight.copy_(he_truncated_normal(c.weight.shape, c_in * k * k, gen, dtype))
+        return c
+
+    def _head(self):
+        return list(self.head.parameters())
+
+    _input = SkipCNN._input
+
+    def _hidden_and_output(self, X):
+        a = lambda t: _act(t, self.act, self.gamma)  # noqa: E731
+        hidden, h = [], self.stem(X)
+        for b, layers in enumerate(self.blocks):
+            for bn1, conv1, bn2, conv2 in layers:
+                a1 = a(bn1(h))
+                a2 = a(bn2(conv1(a1)))
+                if b == 0:
+                    hidden += [a1.flatten(1).unsqueeze(0), a2.flatten(1).unsqueeze(0)]
+                h = torch.cat([h, conv2(a2)], 1)
+            if b < len(self.transitions):
+                bn_t, conv_t = self.transitions[b]
+                h = torch.nn.functional.avg_pool2d(conv_t(a(bn_t(h))), 2)
+        h = a(self.final_bn(h)).mean((2, 3))
+        return hidden, self.head(h).unsqueeze(0)
+
+
+# Tables 4.2-4.5's architectures: CNN13 (Table 4.1), the VGGs with 128-unit FC layers (Table 4.3), their
+# mp2conv variants (Table 4.5) and DenseNet-121 (Table 4.3).
+PAPER_ARCHS = ("cnn13", "vgg11", "vgg13", "vgg16", "densenet121", "vgg11-mp2conv", "vgg13-mp2conv", "vgg16-mp2conv")
+
+
+def paper_model(arch: str, in_shape, n_out: int, seed: int, n_skip: int, activation: str = "sigmoid"):
+    """The model of one line of Tables 4.2-4.5: ``arch`` one of :data:`PAPER_ARCHS`, with ``n_skip`` skip
+    neurons (0: the original network)."""
+    V.choice(arch, "arch", PAPER_ARCHS)
+    if arch == "densenet121":
+        return SkipDenseNet(in_shape, n_out, seed, n_skip, activation)
+    layers = CNN13 if arch == "cnn13" else vgg_layers(int(arch[3:5]), mp2conv=arch.endswith("-mp2conv"))
+    return SkipCNN(layers, in_shape, n_out, seed, n_skip, activation)
+
+
+def flip_crop(X, gen: torch.Generator, pad: int = 4, p_flip: float = 0.5) -> torch.Tensor:
+    """The C-10+ augmentation of Tables 4.4 and 4.5 (Zagoruyko & Komodakis 2016, as the thesis' App. 4.6.1
+    cites it): each image of ``X`` ``(n, C, H, W)`` zero-padded by ``pad`` pixels, a random ``H x W`` crop
+    (:func:`random_shift`), then mirrored left-right with probability ``p_flip``; all draws from ``gen``."""
+    X = V.tensor(X, "X", floating=True, ndim=4)
+    p_flip = V.fraction(p_flip, "p_flip", high_open=False)
+    out = random_shift(X, V.nonnegative_int(pad, "pad"), gen)
+    flip = (torch.rand(X.shape[0], generator=gen) < p_flip).to(X.device)
+    return torch.where(flip[:, None, None, None], out.flip(3), out)
+
+
+VARIANTS = ("orig", "skip-rand", "skip-SGD")
+
+
+def run_table_row(arch: str, activation: str, variant: str, X, y, X_test, y_test, seeds, epochs: int, lr: float,
+                  batch_size: int, augment: bool = False, momentum: float = 0.9, chunk: int = 256) -> dict:
+    """One cell group of Tables 4.2-4.5: ``arch`` (:func:`paper_model`) with ``activation``, trained and
+    evaluated once per seed (each seed draws the weights, the skip neurons and the batch order). ``variant``:
+    ``orig`` (no skip neurons; only the first seed: the thesis gives one number), ``skip-SGD`` (``N = len(X)``
+    skip neurons, every weight trained) or ``skip-rand`` (the same skip model, only the weights into the
+    outputs trained on its frozen random features: U is frozen and batch norm keeps its initial statistics).
+    Training: :func:`train_sgd` (SGD + Nesterov ``momentum``, lr divided by 10 at 50 % and 75 % of ``epochs``,
+    §4.4) on ``X``, with the C-10+ augmentation :func:`flip_crop` if ``augment``. Models are built on the CPU
+    and trained on ``X``'s device. Returns per-seed arrays ``train`` (accuracy on the un-augmented ``X``) and
+    ``test`` (on ``X_test``), ``seeds`` and ``diverged``: a seed whose loss became NaN/inf is recorded with NaN
+    accuracies and the run goes on (one diverged seed must not end a paper run of days)."""
+    V.choice(variant, "variant", VARIANTS)
+    X, X_test = V.tensor(X, "X", floating=True, ndim=4), V.tensor(X_test, "X_test", floating=True, ndim=4)
+    seeds = [V.seed(s, "seeds[i]") for s in V.sequence(seeds, "seeds", min_len=1)]
+    seeds = seeds[:1] if variant == "orig" else seeds
+    out = {"train": [], "test": [], "seeds": seeds, "diverged": []}
+    for s in seeds:
+        model = paper_model(arch, tuple(X.shape[1:]), 10, s, 0 if variant == "orig" else X.shape[0], activation).to(X.device)
+        if variant == "skip-rand":
+            model.eval().requires_grad_(False)
+            for p in model.readout_parameters():
+                p.requires_grad_(True)
+        try:
+            train_sgd(model, X, y, epochs, batch_size, lr, seed=s, train="readout" if variant == "skip-rand" else "all",
+                      momentum=momentum, augment=flip_crop if augment else None)
+        except V.TrainingDivergedError:
+            out["diverged"].append(True)
+            out["train"].append(math.nan)
+            out["test"].append(math.nan)
+            continue
+        out["diverged"].append(False)
+        model.eval()
+        out["train"].append(float(accuracy(model, X, y, chunk)[0]))
+        out["test"].append(float(accuracy(model, X_test, y_test, chunk)[0]))
+    return {k: np.array(v) for k, v in out.items()}
+
+
+# The thesis' Tables 4.2-4.5 as printed (test or train accuracy in %): per table its data set, its columns
+# (activation, "test" or "train", augmented: the C-10+ column) and its lines (architecture, variant) with one
+# value per column; "-" is a cell the thesis did not run (so neither do we), None a line it does not have (Table
+# 4.2's rand line is ours: the same CNN13 as a random feature generator).
+_C10 = (("sigmoid", "test", False), ("sigmoid", "train", False), ("softplus", "test", False), ("softplus", "train", False))
+_C10_PLUS = (("sigmoid", "test", False), ("sigmoid", "test", True), ("softplus", "test", False), ("softplus", "test", True))
+THESIS_TABLES = {
+    "4.2": {"data": "mnist", "columns": (("sigmoid", "test", False), ("softplus", "test", False)), "lines": {
+        ("cnn13", "orig"): ("11.35", "99.20"), ("cnn13", "skip-rand"): None,
+        ("cnn13", "skip-SGD"): ("98.40 ± 0.07", "99.14 ± 0.04")}},
+    "4.3": {"data": "cifar10", "columns": _C10, "lines": {
+        ("vgg11", "orig"): ("10", "10", "78.92", "100"),
+        ("vgg11", "skip-rand"): ("62.81 ± 0.39", "100", "64.49 ± 0.38", "100"),
+        ("vgg11", "skip-SGD"): ("72.51 ± 0.35", "100", "80.57 ± 0.40", "100"),
+        ("vgg13", "orig"): ("10", "10", "80.84", "100"),
+        ("vgg13", "skip-rand"): ("61.50 ± 0.34", "100", "61.42 ± 0.40", "100"),
+        ("vgg13", "skip-SGD"): ("70.24 ± 0.39", "100", "81.94 ± 0.40", "100"),
+        ("vgg16", "orig"): ("10", "10", "81.33", "100"),
+        ("vgg16", "skip-rand"): ("61.57 ± 0.41", "100", "61.46 ± 0.34", "100"),
+        ("vgg16", "skip-SGD"): ("70.61 ± 0.36", "100", "81.91 ± 0.24", "100"),
+        ("densenet121", "orig"): ("86.41", "100", "89.31", "100"),
+        ("densenet121", "skip-rand"): ("52.07 ± 0.48", "100", "55.39 ± 0.48", "100"),
+        ("densenet121", "skip-SGD"): ("81.47 ± 1.03", "100", "86.76 ± 0.49", "100")}},
+    "4.4": {"data": "cifar10", "columns": _C10_PLUS, "lines": {
+        ("vgg11", "orig"): ("10", "10", "78.92", "88.62"),
+        ("vgg11", "skip-rand"): ("62.81 ± 0.39", "-", "64.49 ± 0.38", "-"),
+        ("vgg11", "skip-SGD"): ("72.51 ± 0.35", "85.55 ± 0.09", "80.57 ± 0.40", "89.32 ± 0.16"),
+        ("vgg13", "orig"): ("10", "10", "80.84", "90.58"),
+        ("vgg13", "skip-rand"): ("61.50 ± 0.34", "-", "61.42 ± 0.40", "-"),
+        ("vgg13", "skip-SGD"): ("70.24 ± 0.39", "86.48 ± 0.32", "81.94 ± 0.40", "91.06 ± 0.12"),
+        ("vgg16", "orig"): ("10", "10", "81.33", "90.68"),
+        ("vgg16", "skip-rand"): ("61.57 ± 0.41", "-", "61.46 ± 0.34", "-"),
+        ("vgg16", "skip-SGD"): ("70.61 ± 0.36", "86.42 ± 0.31", "81.91 ± 0.24", "91.00 ± 0.22"),
+        ("densenet121", "orig"): ("86.41", "90.93", "89.31", "94.20"),
+        ("densenet121", "skip-rand"): ("52.07 ± 0.48", "-", "55.39 ± 0.48", "-"),
+        ("densenet121", "skip-SGD"): ("81.47 ± 1.03", "90.32 ± 0.50", "86.76 ± 0.49", "93.23 ± 0.42")}},
+    "4.5": {"data": "cifar10", "columns": _C10_PLUS, "lines": {
+        ("vgg11-mp2conv", "orig"): ("10", "10", "74.53", "88.80"),
+        ("vgg11-mp2conv", "skip-rand"): ("53.65 ± 0.66", "-", "55.51 ± 0.43", "-"),
+        ("vgg11-mp2conv", "skip-SGD"): ("64.45 ± 0.31", "80.15 ± 0.59", "76.18 ± 0.58", "89.93 ± 0.19"),
+        ("vgg13-mp2conv", "orig"): ("10", "10", "74.04", "90.37"),
+        ("vgg13-mp2conv", "skip-rand"): ("53.45 ± 0.23", "-", "53.33 ± 0.67", "-"),
+        ("vgg13-mp2conv", "skip-SGD"): ("63.53 ± 0.37", "82.40 ± 0.23", "75.58 ± 0.77", "91.04 ± 0.20"),
+        ("vgg16-mp2conv", "orig"): ("10", "10", "74.00", "90.38"),
+        ("vgg16-mp2conv", "skip-rand"): ("53.83 ± 0.30", "-", "55.34 ± 0.64", "-"),
+        ("vgg16-mp2conv", "skip-SGD"): ("65.77 ± 0.67", "83.06 ± 0.34", "76.52 ± 0.78", "91.00 ± 0.23")}},
+}
+
+
+def _table_lines(table: str, archs) -> tuple:
+    V.choice(table, "table", tuple(THESIS_TABLES))
+    archs = [V.choice(a, "archs[i]", PAPER_ARCHS) for a in V.sequence(archs, "archs")]
+    spec = THESIS_TABLES[table]
+    return spec, [(line, vals) for line, vals in spec["lines"].items() if line[0] in archs]
+
+
+def table_runs(table: str, archs, activations=ACTIVATIONS) -> list:
+    """The trainings that Table ``table`` (a key of :data:`THESIS_TABLES`) needs for its lines whose
+    architecture is in ``archs`` and its columns of ``activations``: distinct ``(arch, variant, activation,
+    augmented)`` keys for :func:`run_table_row`, one per cell group the thesis ran (a train and a test column
+    share a run)."""
+    spec, lines = _table_lines(table, archs)
+    activations = [V.choice(a, "activations[i]", ACTIVATIONS) for a in V.sequence(activations, "activations")]
+    runs = []
+    for (arch, variant), vals in lines:
+        for (act, _, aug), val in zip(spec["columns"], vals or [None] * len(spec["columns"])):
+            if val != "-" and act in activations and (arch, variant, act, aug) not in runs:
+                runs.append((arch, variant, act, aug))
+    return runs
+
+
+def _pm(a) -> str:
+    """Mean ± sample sd in % of the finite entries of ``a``, saying how many seeds diverged (NaN)."""
+    a = 100 * np.asarray(a, dtype=float)
+    ok = a[np.isfinite(a)]
+    text = "diverged" if len(ok) == 0 else f"{ok.mean():.2f}" if len(ok) == 1 else f"{ok.mean():.2f} ± {ok.std(ddof=1):.2f}"
+    return text + (f" ({len(a) - len(ok)} of {len(a)} diverged)" if 0 < len(ok) < len(a) else "")
+
+
+def table_markdown(table: str, results: dict, archs) -> tuple:
+    """``(header, rows)`` for :func:`lib.results.markdown_table`: Table ``table``'s lines (those of ``archs``),
+    each cell "ours / the thesis'" in % (ours: mean ± sample sd over the seeds, as the thesis reports them;
+    "not run" where ``results``, keyed like :func:`table_runs`, has no entry; "—" where the thesis has none)."""
+    spec, lines = _table_lines(table, archs)
+    V.instance(results, "results", dict, "a dict")
+    header = ["model"] + [f"{act} {'C-10+ ' if aug else ''}{what} % (ours / thesis)" for act, what, aug in spec["columns"]]
+    rows = []
+    for (arch, variant), vals in lines:
+        cells = []
+        for (act, what, aug), val in zip(spec["columns"], vals or ["—"] * len(spec["columns"])):
+            run = results.get((arch, variant, act, aug))
+            ours = "—" if val == "-" else ("not run" if run is None else _pm(run[what]))
+            cells.append(f"{ours} / {'—' if val == '-' else val}")
+        rows.append([f"{arch} {variant}", *cells])
+    return header, rows

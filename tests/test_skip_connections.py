@@ -7,6 +7,7 @@ import pytest
 import torch
 
 from lib import skip_connections as SK
+from lib import validate as V
 from lib.landscape import nr_rank
 
 
@@ -992,3 +993,219 @@ def test_labels_of_shape_n_by_1_are_refused():
     for fn in (SK.exact_readout, SK.accuracy):
         with pytest.raises(ValueError, match=r"^y must be an array with 1 dimensions"):
             fn(model, X, y[:, None])
+
+
+# ------------------------------------------------------------------ the paper path: Tables 4.2-4.5
+
+def _densenet_params_by_hand(c_in, n_out, growth, blocks):
+    """DenseNet parameters counted layer by layer from the architecture's description (Huang et al. 2017)."""
+    ch, n = 2 * growth, c_in * 2 * growth * 9                       # stem: 3x3 conv, no bias
+    for b, layers in enumerate(blocks):
+        for _ in range(layers):
+            n += 2 * ch + ch * 4 * growth + 2 * 4 * growth + 4 * growth * growth * 9  # BN, 1x1, BN, 3x3
+            ch += growth
+        if b < len(blocks) - 1:
+            n += 2 * ch + ch * (ch // 2)                             # BN, 1x1 conv halving the channels
+            ch //= 2
+    return n + 2 * ch + ch * n_out + n_out                         # final BN, linear head
+
+
+def test_densenet121_parameter_count_and_first_block_pool():
+    model = SK.SkipDenseNet((3, 32, 32), 10, 0, 5)
+    n = sum(p.numel() for name, p in model.named_parameters() if name != "V")
+    # 6,956,298: the CIFAR-10 DenseNet-121 (growth 32, blocks 6-12-24-16, 3x3 stem) as commonly reported
+    assert n == _densenet_params_by_hand(3, 10, 32, (6, 12, 24, 16)) == 6_956_298
+    # first dense block at 32 x 32: layer i's two activations have 64 + 32 i and 128 channels
+    assert model.n_hidden == sum(64 + 32 * i + 128 for i in range(6)) * 1024 == 1_671_168
+    small = SK.SkipDenseNet((2, 8, 8), 3, 0, 4, growth=4, blocks=(2, 3, 1))
+    assert sum(p.numel() for name, p in small.named_parameters() if name != "V") == _densenet_params_by_hand(2, 3, 4, (2, 3, 1))
+    hidden, out = small._hidden_and_output(torch.zeros(5, 2, 8, 8))
+    assert [h.shape[2] for h in hidden] == [8 * 64, 16 * 64, 12 * 64, 16 * 64] and out.shape == (1, 5, 3)
+
+
+def test_densenet_forward_matches_functional_ops_in_eval_mode():
+    F = torch.nn.functional
+    g = torch.Generator().manual_seed(0)
+    X = torch.rand(3, 2, 8, 8, generator=g, dtype=torch.float64)
+    model = SK.SkipDenseNet((2, 8, 8), 3, 1, 9, "softplus", gamma=2.0, growth=2, blocks=(2, 1), dtype=torch.float64)
+    randomise_V(model)
+    with torch.no_grad():  # batch norms with statistics and affine maps of their own
+        for m in model.modules():
+            if isinstance(m, torch.nn.BatchNorm2d):
+                for t in (m.running_mean, m.weight, m.bias):
+                    t.copy_(torch.randn(t.shape, generator=g, dtype=t.dtype))
+                m.running_var.copy_(torch.rand(m.running_var.shape, generator=g, dtype=torch.float64) + 0.5)
+    model.eval()
+    act = lambda z: torch.log1p(torch.exp(2.0 * z)) / 2.0  # noqa: E731
+    bn = lambda z, m: (z - m.running_mean[:, None, None]) / torch.sqrt(m.running_var[:, None, None] + m.eps) \
+        * m.weight[:, None, None] + m.bias[:, None, None]  # noqa: E731
+    with torch.no_grad():
+        h, pool = F.conv2d(X, model.stem.weight, padding=1), []
+        for b, layers in enumerate(model.blocks):
+            for bn1, c1, bn2, c2 in layers:
+                a1 = act(bn(h, bn1))
+                a2 = act(bn(F.conv2d(a1, c1.weight), bn2))
+                pool += [a1.flatten(1), a2.flatten(1)] if b == 0 else []
+                h = torch.cat([h, F.conv2d(a2, c2.weight, padding=1)], 1)
+            if b == 0:
+                bt, ct = model.transitions[0]
+                h = F.avg_pool2d(F.conv2d(act(bn(h, bt)), ct.weight), 2)
+        h = act(bn(h, model.final_bn)).mean((2, 3))
+        pool = torch.cat(pool, 1)
+        psi = pool[:, model.skip_index[0]]
+        out = h @ model.head.weight.T + model.head.bias + psi @ model.V[0]
+    assert model.n_hidden == pool.shape[1] == (4 + 8 + 6 + 8) * 64
+    assert torch.allclose(model.psi(X)[0], psi, atol=1e-12) and torch.allclose(model(X)[0], out, atol=1e-12)
+    std = math.sqrt(2.0 / (2 * 9))
+    assert 1.9 * std < model.stem.weight.abs().max() <= 2 * std and torch.all(model.head.bias == 0)
+    assert model.head.weight.abs().max() <= 2 * math.sqrt(2.0 / model.head.in_features)
+
+
+def test_densenet_errors_name_the_argument():
+    with pytest.raises(ValueError, match=r"^in_shape must be \(channels, height, width\), got \(1, 8, 8, 8\)$"):
+        SK.SkipDenseNet((1, 8, 8, 8), 2, 0, 1, growth=2, blocks=(1,))
+    with pytest.raises(ValueError, match="^growth must be"):
+        SK.SkipDenseNet((1, 8, 8), 2, 0, 1, growth=0, blocks=(1,))
+    with pytest.raises(ValueError, match=r"^blocks\[i\] must be"):
+        SK.SkipDenseNet((1, 8, 8), 2, 0, 1, growth=2, blocks=(1, 0))
+    with pytest.raises(ValueError, match=r"^n_skip must give one count per model \(1\), each at most the 768 hidden"):
+        SK.SkipDenseNet((1, 8, 8), 2, 0, 769, growth=2, blocks=(1,))  # (4 + 8) x 64
+    with pytest.raises(ValueError, match="^activation must be one of"):
+        SK.SkipDenseNet((1, 8, 8), 2, 0, 1, "tanh", growth=2, blocks=(1,))
+
+
+def test_paper_model_builds_each_architecture():
+    assert SK.paper_model("cnn13", (1, 28, 28), 10, 0, 3).kinds == ["conv"] * 13
+    for arch in ("vgg11", "vgg13", "vgg16", "vgg11-mp2conv", "vgg13-mp2conv", "vgg16-mp2conv"):
+        m = SK.paper_model(arch, (3, 32, 32), 10, 0, 3, "softplus")
+        layers = SK.vgg_layers(int(arch[3:5]), mp2conv="mp2conv" in arch)
+        assert m.kinds == [s[0] for s in layers] and m.act == "softplus" and m.n_skip == [3]
+        convs = [(c.out_channels, c.kernel_size[0], c.stride[0]) for c in m.layers if isinstance(c, torch.nn.Conv2d)]
+        assert convs == [s[1:] for s in layers if s[0] == "conv"]
+    assert SK.paper_model("vgg13-mp2conv", (3, 32, 32), 10, 0, 0).layers[2].stride == (2, 2)
+    d = SK.paper_model("densenet121", (3, 32, 32), 10, 0, 0)
+    assert isinstance(d, SK.SkipDenseNet) and [len(b) for b in d.blocks] == [6, 12, 24, 16] and d.n_skip == [0]
+    with pytest.raises(ValueError, match="^arch must be one of"):
+        SK.paper_model("resnet18", (3, 32, 32), 10, 0, 0)
+
+
+def test_flip_crop_is_a_padded_crop_mirrored_with_probability_p():
+    g = torch.Generator().manual_seed(0)
+    X = torch.rand(300, 1, 5, 6, generator=g, dtype=torch.float64) + 1.0
+    assert torch.equal(SK.flip_crop(X, g, pad=0, p_flip=1.0), X.flip(3))
+    assert torch.equal(SK.flip_crop(X, g, pad=0, p_flip=0.0), X)
+    # p_flip = 0: exactly random_shift with the same generator state
+    state = g.get_state()
+    a = SK.flip_crop(X, g, pad=2, p_flip=0.0)
+    g.set_state(state)
+    assert torch.equal(a, SK.random_shift(X, 2, g))
+    out = SK.flip_crop(X, g)  # the thesis' C-10+: pad 4, flip with p = 0.5
+    P = np.pad(X.numpy(), ((0, 0), (0, 0), (4, 4), (4, 4)))
+    flips = 0
+    for i in range(len(X)):
+        crops = [(P[i, :, r:r + 5, c:c + 6], f) for r in range(9) for c in range(9) for f in (False, True)]
+        hits = [f for crop, f in crops if np.array_equal(out[i].numpy(), crop[..., ::-1] if f else crop)]
+        assert hits, i  # each output is one crop of its padded image, mirrored or not
+        flips += hits[0] and not (False in hits)
+    assert 120 <= flips <= 180  # about half mirrored (binomial 300, 1/2: sd 8.7)
+    with pytest.raises(ValueError, match="^p_flip must be"):
+        SK.flip_crop(X, g, p_flip=1.5)
+    with pytest.raises(ValueError, match="^pad must be"):
+        SK.flip_crop(X, g, pad=-1)
+
+
+def test_run_table_row_trains_each_seed_as_its_variant(monkeypatch):
+    g = torch.Generator().manual_seed(0)
+    X, y = torch.rand(12, 1, 28, 28, generator=g), torch.arange(12) % 10
+    Xt, yt = torch.rand(7, 1, 28, 28, generator=g), torch.arange(7) % 10
+    seen, train = [], SK.train_sgd
+
+    def spy(model, *args, **kw):  # what run_table_row hands the trainer
+        seen.append(dict(n_skip=model.n_skip, training=model.training, frozen=[n for n, p in model.named_parameters()
+                                                                                if not p.requires_grad], **kw))
+        return train(model, *args, **kw)
+
+    monkeypatch.setattr(SK, "train_sgd", spy)
+    orig = SK.run_table_row("cnn13", "softplus", "orig", X, y, Xt, yt, [3, 4], 2, 0.01, 5)
+    assert orig["seeds"].tolist() == [3] and seen[0]["n_skip"] == [0] and seen[0]["train"] == "all" and seen[0]["augment"] is None
+    sgd = SK.run_table_row("cnn13", "sigmoid", "skip-SGD", X, y, Xt, yt, [3, 4], 2, 0.01, 5, augment=True, momentum=0.5)
+    assert [s["n_skip"] for s in seen[1:]] == [[12], [12]] and seen[1]["augment"] is SK.flip_crop and seen[1]["momentum"] == 0.5
+    assert seen[1]["training"] and seen[1]["frozen"] == [] and [s["seed"] for s in seen[1:]] == [3, 4]
+    rand = SK.run_table_row("cnn13", "sigmoid", "skip-rand", X, y, Xt, yt, [3], 2, 0.01, 5)
+    assert seen[3]["train"] == "readout" and not seen[3]["training"]
+    assert set(seen[3]["frozen"]) == {f"layers.{i}.{w}" for i in range(13) for w in ("weight", "bias")}
+    # the accuracies are those of the same model trained and evaluated by hand
+    for r, variant, act, kw in ((sgd, "skip-SGD", "sigmoid", dict(augment=SK.flip_crop, momentum=0.5)),
+                                (rand, "skip-rand", "sigmoid", dict(train="readout")), (orig, "orig", "softplus", {})):
+        for k, s in enumerate(r["seeds"]):
+            m = SK.paper_model("cnn13", (1, 28, 28), 10, int(s), 0 if variant == "orig" else 12, act)
+            train(m, X, y, 2, 5, 0.01, seed=int(s), **kw)
+            assert r["train"][k] == SK.accuracy(m, X, y)[0] and r["test"][k] == SK.accuracy(m, Xt, yt)[0]
+    assert orig["diverged"].tolist() == [False] and sgd["diverged"].tolist() == [False, False]
+    # a seed that diverges is recorded as NaN and the next one still runs
+    monkeypatch.setattr(SK, "train_sgd", lambda model, *a, **kw: (_ for _ in ()).throw(
+        V.TrainingDivergedError("nan")) if kw["seed"] == 3 else train(model, *a, **kw))
+    mixed = SK.run_table_row("cnn13", "softplus", "skip-SGD", X, y, Xt, yt, [3, 4], 1, 0.01, 5)
+    assert mixed["diverged"].tolist() == [True, False] and np.isnan(mixed["test"][0]) and np.isfinite(mixed["test"][1])
+    with pytest.raises(ValueError, match="^variant must be one of"):
+        SK.run_table_row("cnn13", "sigmoid", "skip", X, y, Xt, yt, [0], 1, 0.01, 5)
+    with pytest.raises(ValueError, match="^seeds must"):
+        SK.run_table_row("cnn13", "sigmoid", "orig", X, y, Xt, yt, [], 1, 0.01, 5)
+
+
+def test_run_table_row_freezes_densenet_batch_norm_for_rand():
+    g = torch.Generator().manual_seed(0)
+    X, y = torch.rand(2, 3, 32, 32, generator=g), torch.tensor([0, 1])
+    seen = []
+    orig_train = SK.train_sgd
+    try:
+        SK.train_sgd = lambda model, *a, **kw: (seen.append(model), orig_train(model, *a, **kw))[1]
+        SK.run_table_row("densenet121", "sigmoid", "skip-rand", X, y, X, y, [0], 1, 0.1, 2)
+    finally:
+        SK.train_sgd = orig_train
+    bn = seen[0].final_bn
+    assert torch.all(bn.running_mean == 0) and torch.all(bn.running_var == 1) and int(bn.num_batches_tracked) == 0
+
+
+def test_thesis_tables_are_consistent_and_runs_are_the_cells_it_ran():
+    T = SK.THESIS_TABLES
+    for line, vals in T["4.4"]["lines"].items():  # Table 4.4's C-10 columns repeat Table 4.3's test columns
+        assert (vals[0], vals[2]) == (T["4.3"]["lines"][line][0], T["4.3"]["lines"][line][2])
+    for (arch, variant), vals in T["4.5"]["lines"].items():  # mp2conv lines of the VGGs, the same variants
+        assert (arch.replace("-mp2conv", ""), variant) in T["4.3"]["lines"] and len(vals) == 4
+    runs = {t: SK.table_runs(t, SK.PAPER_ARCHS) for t in T}
+    assert [len(runs[t]) for t in T] == [6, 24, 40, 30]  # 3 lines x 2; 12 x 2; 12 x 2 + 8 x 2 C-10+; 9 x 2 + 6 x 2
+    assert not [r for t in T for r in runs[t] if r[1] == "skip-rand" and r[3]]  # the thesis ran no rand on C-10+
+    assert set(runs["4.3"]) < set(runs["4.4"]) and len(set(runs["4.4"]) - set(runs["4.3"])) == 16
+    assert SK.table_runs("4.5", ["vgg11"]) == [] and len(SK.table_runs("4.3", ["vgg11"])) == 6
+    assert SK.table_runs("4.4", ["vgg11"], ["softplus"]) == [
+        ("vgg11", "orig", "softplus", False), ("vgg11", "orig", "softplus", True), ("vgg11", "skip-rand", "softplus", False),
+        ("vgg11", "skip-SGD", "softplus", False), ("vgg11", "skip-SGD", "softplus", True)]
+    with pytest.raises(ValueError, match=r"^activations\[i\] must be one of"):
+        SK.table_runs("4.2", ["cnn13"], ["relu"])
+    with pytest.raises(ValueError, match="^table must be one of"):
+        SK.table_runs("4.6", SK.PAPER_ARCHS)
+    with pytest.raises(ValueError, match=r"^archs\[i\] must be one of"):
+        SK.table_runs("4.2", ["cnn12"])
+
+
+def test_table_markdown_sets_ours_beside_the_thesis():
+    res = {("cnn13", "skip-SGD", "sigmoid", False): {"test": np.array([0.5, 0.7]), "train": np.array([1.0, 1.0])},
+           ("cnn13", "orig", "softplus", False): {"test": np.array([0.99]), "train": np.array([1.0])}}
+    header, rows = SK.table_markdown("4.2", res, ["cnn13"])
+    assert header == ["model", "sigmoid test % (ours / thesis)", "softplus test % (ours / thesis)"]
+    assert rows == [["cnn13 orig", "not run / 11.35", "99.00 / 99.20"],
+                    ["cnn13 skip-rand", "not run / —", "not run / —"],
+                    ["cnn13 skip-SGD", "60.00 ± 14.14 / 98.40 ± 0.07", "not run / 99.14 ± 0.04"]]  # sample sd
+    res = {("vgg11", "skip-rand", "softplus", False): {"test": np.array([0.25]), "train": np.array([0.75])}}
+    header, rows = SK.table_markdown("4.3", res, ["vgg11"])
+    assert header[1:3] == ["sigmoid test % (ours / thesis)", "sigmoid train % (ours / thesis)"]
+    assert rows[1] == ["vgg11 skip-rand", "not run / 62.81 ± 0.39", "not run / 100", "25.00 / 64.49 ± 0.38", "75.00 / 100"]
+    assert SK.table_markdown("4.4", {}, ["vgg11"])[1][1][2] == "— / —"  # rand on C-10+: not in the thesis
+    assert SK.table_markdown("4.4", {}, ["vgg11"])[0][2] == "sigmoid C-10+ test % (ours / thesis)"
+    res = {("cnn13", "skip-SGD", "softplus", False): {"test": np.array([0.5, np.nan, 0.7])},
+           ("cnn13", "orig", "softplus", False): {"test": np.array([np.nan])}}
+    rows = SK.table_markdown("4.2", res, ["cnn13"])[1]
+    assert rows[2][2] == "60.00 ± 14.14 (1 of 3 diverged) / 99.14 ± 0.04" and rows[0][2] == "diverged / 99.20"
+    with pytest.raises(ValueError, match="^results must be"):
+        SK.table_markdown("4.2", [], ["cnn13"])
