@@ -474,3 +474,9 @@ def test_outputs_with_an_extra_axis_name_out_and_y(loss):
     for bad in (out[..., None], out[None], out.reshape(10, 1)):
         with pytest.raises(ValueError, match=r"^y \(targets\) of shape \(5,\) matches neither out \(the outputs\)"):
             loss(bad, y)
+
+
+def test_cross_entropy_names_out_as_the_source_of_the_class_count():
+    """A label >= K is refused naming out, whose last axis gives the number of classes K."""
+    with pytest.raises(ValueError, match=r"^y must be class indices >= 0 and < 3 \(the number of classes, of out\)"):
+        train.cross_entropy_per_model(torch.zeros(2, 4, 3), torch.tensor([0, 1, 2, 3]))
