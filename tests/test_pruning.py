@@ -1189,3 +1189,12 @@ def test_channel_prune_stops_at_the_first_record_below_min_accuracy(monkeypatch)
     hist = P.channel_prune(P.PrunableCNN(1, 8, channels=3, classes=3, seed=0), X, y, X_test, y, finetune_epochs=0,
                            min_accuracy=0.6, progress=False)
     assert [h["accuracy"] for h in hist] == [1.0, 0.6, 0.9, 0.5]
+
+
+def test_deep_prune_with_its_progress_bar_gives_the_same_runs():
+    """progress=True (the default) only shows a bar: the same runs as without it, pruning steps included."""
+    kw = dict(trainings=2, prunings=2, epochs=300, finetune_epochs=10, seed=0)
+    shown, hidden = P.deep_prune(2, 3, 2, **kw), P.deep_prune(2, 3, 2, progress=False, **kw)
+    assert sum(run["steps"] for run in hidden["runs"]) > 0
+    assert [{k: v for k, v in run.items() if k != "network"} for run in shown["runs"]] == \
+        [{k: v for k, v in run.items() if k != "network"} for run in hidden["runs"]]
