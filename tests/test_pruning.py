@@ -763,12 +763,43 @@ def test_channel_prune_ties_go_to_the_first_channel():
     assert hist[-1]["fraction"] == pytest.approx(work.remaining_weights() / work.total_weights())
 
 
-_P_BAD += [
+# (these were appended to _P_BAD after test_error_messages_name_the_argument had read its length, so they never
+# ran: a list of their own, with its own test)
+_M = lambda: P.MaskedMLP(2, 3, 1, 2, 0.1, 0)  # noqa: E731
+_P_BAD_MORE = [
     (lambda: P.deep_prune(2, 3, 1, 1.5, 1, 2, 1), r"^trainings must be a positive int, got 1.5$"),
     (lambda: P.deep_prune(2, 3, 1, 1, 1, 2, 2.0), r"^finetune_epochs must be a positive int, got 2.0$"),
     (lambda: P.as_images(torch.zeros(2, 64, dtype=torch.long)), r"^X must be a floating-point tensor"),
     (lambda: P.wide_pruning_table([2], [1], 1, 2, 1, lambda w, n: 0, lr="x"), r"^lr must be"),
+    # integer inputs are named by the function called, not by torch or a later check (mutation survivors, issue 37)
+    (lambda: _M().forward(torch.zeros(4, 2, dtype=torch.long)), r"^X must be a floating-point tensor"),
+    (lambda: _cnn()(torch.zeros(2, 1, 8, 8, dtype=torch.long)), r"^x must be a floating-point tensor"),
+    (lambda: P.train_cnn(_cnn(), _img.long(), _lab, 1), r"^X must be a floating-point tensor"),
+    (lambda: P.channel_prune(_cnn(), _img, _lab, _img.long(), _lab), r"^X_test must be a floating-point tensor"),
+    # fit_masked checks X before y and epochs: a bad X is named even when a later argument is bad too
+    (lambda: P.fit_masked(_M(), _Xb.long(), torch.zeros(4), 0), r"^X must be a floating-point tensor"),
+    (lambda: P.fit_masked(_M(), torch.tensor(1.0), torch.zeros(4), 2), r"^X must be an array of shape \(n, 2\)"),
+    # the messages end by describing the value refused
+    (lambda: P.fit_masked(_M(), _Xb, torch.zeros(3), 2),
+     r"^y must hold one label per row of X \(4\), got tensor of shape \(3,\) and dtype torch.float32$"),
+    (lambda: P.architecture(torch.full((2, 3), 2.0), torch.zeros(2, dtype=torch.bool), 2),
+     r"^mask must hold only 0 and 1, got tensor of shape \(2, 3\) and dtype torch.float32$"),
+    (lambda: _cnn()(torch.zeros(2, 1, 8, 7)), r"got tensor of shape \(2, 1, 8, 7\) and dtype torch.float32$"),
+    (lambda: P.train_cnn(_cnn(), _img, _lab[:2], 1),
+     r"^y must hold one label per image of X \(3\), got tensor of shape \(2,\) and dtype torch.int64$"),
+    # labels of the wrong rank; an empty linear beside a mask of depth 2 is a depth mismatch, named as one
+    (lambda: P.train_cnn(_cnn(), _img, _lab[:, None], 1), r"^y must be an array with 1 dimensions"),
+    (lambda: P.architecture(torch.ones(2, 3), torch.zeros(0, dtype=torch.bool), 2),
+     r"^mask \(depth, w\) and linear \(depth,\) must agree in depth .*, got \(2,\) and \(0,\)"),
+    (lambda: P.channel_prune(_cnn(), _img, _lab, _img, _lab, score_samples=0), r"^score_samples must be an int >= 1, got 0$"),
 ]
+
+
+@pytest.mark.parametrize("i", range(len(_P_BAD_MORE)))
+def test_more_error_messages_name_the_argument(i):
+    call, pattern = _P_BAD_MORE[i]
+    with pytest.raises((ValueError, TypeError), match=pattern):
+        call()
 
 
 def test_magnitude_prune_returns_an_independent_copy_and_prunes_single_weights():
@@ -1006,3 +1037,164 @@ def test_wilson_interval_at_the_ends():
     assert hi == 1.0 and 0.6 < lo < 0.75  # Wilson's lower bound for 10 of 10 at z = 1.96: 0.722
     lo, hi = P.wilson_interval(0, 10)
     assert lo == 0.0 and 0.25 < hi < 0.3
+
+
+# --- the survivors of the mutation record of 8d97eb9 (issue 37), each against a value worked out by hand ----------
+
+def test_wilson_upper_bound_is_exactly_one_at_all_successes():
+    # at k = n the upper bound is (1 + z^2/2n + z^2/2n) / (1 + z^2/n) = 1 exactly; 5 of 5 at z = 1.96 rounds to
+    # 1 + 2^-52 before the clip, and other (n, z) likewise: the bound must still be a probability
+    for n, z in [(5, 1.96), (12, 1.0), (18, 1.64)]:
+        assert P.wilson_interval(n, n, z=z)[1] == 1.0
+
+
+def test_loss_plateaus_merged_level_is_the_median_of_the_whole_span():
+    # saddles at 0.5 (epochs 0-199) and 0.505 (206-403) with a blip at 0.6 between: merged (0.505 - 0.5 < 0.02 x
+    # 0.505) into one plateau from 0 to 399, the last epoch whose window (4) stays on the step. Its 400 epochs hold
+    # 200 at 0.5, 6 at 0.6 and 194 at 0.505, so the median is the mean of the 200th and 201st: (0.5 + 0.505) / 2
+    curve = np.concatenate([np.full(200, 0.5), np.full(6, 0.6), np.full(198, 0.505), np.full(50, 0.01)])
+    assert P.loss_plateaus(curve, window=4, rel_tol=0.02, min_length=100) == [(0, 399, 0.5025)]
+
+
+def test_wide_pruning_cell_fine_tunes_for_finetune_epochs_and_stops_at_the_first_width(monkeypatch):
+    """The thesis' stopping rule: the width-k sub-networks of a parent are fine-tuned (for ``finetune_epochs``,
+    no loss curves kept) only while none narrower succeeded; the parents train for ``epochs``."""
+    calls, real = [], B._fit
+
+    def spy(model, X, Y, epochs, lr, desc, progress=True, compact_every=None, record=False, best_accuracy=None):
+        calls.append((model.B, epochs, record))
+        return real(model, X, Y, epochs, lr, desc, progress, compact_every, record, best_accuracy)
+
+    monkeypatch.setattr(B, "_fit", spy)
+    cell = P.wide_pruning_cell(2, 4, parents=3, epochs=300, finetune_epochs=60, seed=1)
+    smallest = [p for p, _, _ in cell["per_parent"]]
+    assert smallest and min(smallest) < 4  # some parent prunes, so the rule has something to stop
+    expected = [(3, 300, False)] + [(sum(p >= k for p in smallest) * math.comb(4, k), 60, False)
+                                    for k in range(1, max(smallest) + 1)]
+    assert [(b, e, bool(r)) for b, e, r in calls] == expected
+
+
+def test_wide_pruning_table_uses_the_thesis_learning_rate_by_default(monkeypatch):
+    seen = []
+    monkeypatch.setattr(P, "wide_pruning_cell", lambda n, w, parents, epochs, ft, alpha, lr, seed: seen.append(lr) or {})
+    P.wide_pruning_table([2], [1, 2], 1, 10, 5, seed_of=lambda w, n: 0, progress=False)
+    assert seen == [0.025, 0.025]  # Adam's lr of thesis §3.4.4
+
+
+def _one_unit_net(v: float, c: float) -> P.MaskedMLP:
+    """One net 1 -> 1 -> 1 with z = x (w = 1, b = 0) and logit v * leaky(z) + c."""
+    m = P.MaskedMLP(1, 1, 1, 1, 0.1, seed=0)
+    for p, value in zip(m.params, (1.0, 0.0, v, c)):
+        p.fill_(value)
+    return m
+
+
+def test_fit_masked_counts_a_zero_logit_as_class_0_and_label_one_half_as_class_0():
+    """fit_masked's "solved" is logit > 0 <=> label > 0.5 (lib.boolean._fit's rule). An lr of 1e-12 moves no weight
+    of size >= 0.1 in float32, so the logits are those worked out by hand: at x = -1, 1 they are
+    v * (-0.1) + c and v + c."""
+    X = torch.tensor([[-1.0], [1.0]])
+    # logits -1.1 and 0 (exactly): both class 0
+    ok, loss = P.fit_masked(_one_unit_net(1.0, -1.0), X, torch.tensor([0.0, 0.0]), epochs=1, lr=1e-12)
+    assert ok.tolist() == [True]
+    assert loss.item() == pytest.approx((math.log1p(math.exp(-1.1)) + math.log(2.0)) / 2, rel=1e-6)
+    # logits -0.6 and 0.5: labels 0 and 1 are right (0.5 > 0)
+    assert P.fit_masked(_one_unit_net(1.0, -0.5), X, torch.tensor([0.0, 1.0]), 1, lr=1e-12)[0].tolist() == [True]
+    # a label of exactly 0.5 is class 0: a negative logit gets it right
+    assert P.fit_masked(_one_unit_net(1.0, -2.0), X, torch.tensor([0.5, 0.0]), 1, lr=1e-12)[0].tolist() == [True]
+
+
+def test_deep_prune_step_without_candidates_tries_nothing_and_says_so():
+    m = P.MaskedMLP(2, 2, 1, 1, 0.1, seed=0)
+    m.mask[0, 1, 0] = 0.0  # one layer, one live unit: no removal is allowed
+    before = m.theta.clone()
+    active, runs = np.array([True]), [{"steps": 0}]
+    X, y = torch.tensor(B.cube(2), dtype=torch.float32), torch.tensor(B.parity_table(2), dtype=torch.float32)[None]
+    assert P._deep_prune_step(m, active, runs, X, y, 5, 0.025, np.random.default_rng(0)) is False
+    assert runs == [{"steps": 0}] and active.tolist() == [True] and torch.equal(m.theta, before)
+
+
+def test_deep_prune_step_fine_tunes_with_the_given_lr(monkeypatch):
+    seen, real = [], P.fit_masked
+
+    def spy(model, X, y, epochs, lr=0.025, *args, **kwargs):
+        seen.append((model.B, epochs, lr))
+        return real(model, X, y, epochs, lr, *args, **kwargs)
+
+    monkeypatch.setattr(P, "fit_masked", spy)
+    m = P.MaskedMLP(2, 2, 1, 1, 0.1, seed=0)  # one layer of two units: two node removals
+    X, y = torch.tensor(B.cube(2), dtype=torch.float32), torch.tensor(B.parity_table(2), dtype=torch.float32)[None]
+    P._deep_prune_step(m, np.array([True]), [{"steps": 0}], X, y, 3, 0.5, np.random.default_rng(0))
+    assert seen == [(2, 3, 0.5)]
+
+
+def test_deep_prune_reads_a_zero_logit_as_class_0(monkeypatch):
+    """run["solves"]: every corner's logit > 0 exactly where the parity is 1 (a logit of 0 is class 0, as in
+    training). Pruned nets that output exactly 1 on odd corners and 0 on even ones solve it."""
+    monkeypatch.setattr(B, "network_output", lambda net, X, alpha: np.where(B.parity_table(2) == 1, 1.0, 0.0))
+    res = P.deep_prune(2, 3, 1, trainings=2, prunings=1, epochs=300, finetune_epochs=5, seed=0, progress=False)
+    assert res["runs"] and all(run["solves"] for run in res["runs"])
+    monkeypatch.setattr(B, "network_output", lambda net, X, alpha: np.where(B.parity_table(2) == 1, 0.0, -1.0))
+    res = P.deep_prune(2, 3, 1, trainings=2, prunings=1, epochs=300, finetune_epochs=5, seed=0, progress=False)
+    assert res["runs"] and not any(run["solves"] for run in res["runs"])
+
+
+def test_prunable_cnn_apply_passes_torchs_arguments_on():
+    """_apply(fn, recurse=False) (Module.to_empty's call) touches this module's own tensors only, as torch's does;
+    the weight masks (this module's) follow fn."""
+    for call in (lambda net, fn: net._apply(fn, recurse=False), lambda net, fn: net._apply(fn, False)):
+        net = P.PrunableCNN(1, 8, channels=2, classes=3, seed=0)
+        w = net.convs[0].weight.detach().clone()
+        call(net, lambda t: t + 1)
+        assert torch.equal(net.convs[0].weight, w)  # a child's parameter: untouched
+        assert torch.equal(net.channel_mask0, torch.full((2,), 2.0)) and bool((net.weight_masks[0] == 2.0).all())
+
+
+def test_train_cnn_takes_a_model_without_fc():
+    """A model without ``fc`` (no class count to check labels against) trains: one epoch's mean loss."""
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Flatten(), torch.nn.Linear(64, 3))
+    losses = P.train_cnn(model, torch.rand(6, 1, 8, 8), torch.tensor([0, 1, 2, 0, 1, 2]), epochs=1, batch_size=6)
+    assert len(losses) == 1 and 0.0 < losses[0] < 5.0
+
+
+def test_channel_prune_scores_on_every_image_in_order_when_score_samples_covers_them(monkeypatch):
+    seen, real = [], P.evaluate
+
+    def spy(model, X, y, *args, **kwargs):
+        seen.append(X[:, 0, 0, 0].tolist())  # image i is filled with the value i
+        return real(model, X, y, *args, **kwargs)
+
+    monkeypatch.setattr(P, "evaluate", spy)
+    X = torch.arange(12.0)[:, None, None, None].expand(12, 1, 8, 8).contiguous()
+    y = torch.arange(12) % 3
+    P.channel_prune(P.PrunableCNN(1, 8, channels=2, classes=3, seed=0), X, y, X[:3], y[:3], finetune_epochs=0,
+                    score_samples=12, progress=False)
+    scored = [s for s in seen if len(s) == 12]
+    assert scored and all(s == [float(i) for i in range(12)] for s in scored)
+
+
+def test_channel_prune_stops_at_the_first_record_below_min_accuracy(monkeypatch):
+    """Test accuracies scripted per record: 1.0 (unpruned), 0.6 (= min_accuracy: kept going), 0.9, then 0.5:
+    the history ends with the 0.5 record, four records of the seven a full run makes (3 + 3 + 3 channels)."""
+    accuracies, real = iter([1.0, 0.6, 0.9, 0.5, 0.9, 0.9, 0.9]), P.evaluate
+    gen = torch.Generator().manual_seed(0)
+    X, y = torch.rand(6, 1, 8, 8, generator=gen), torch.tensor([0, 1, 2, 0, 1, 2])
+    X_test = X.clone()
+
+    def scripted(model, Xe, ye, *args, **kwargs):
+        return (0.0, next(accuracies)) if Xe is X_test else real(model, Xe, ye, *args, **kwargs)
+
+    monkeypatch.setattr(P, "evaluate", scripted)
+    hist = P.channel_prune(P.PrunableCNN(1, 8, channels=3, classes=3, seed=0), X, y, X_test, y, finetune_epochs=0,
+                           min_accuracy=0.6, progress=False)
+    assert [h["accuracy"] for h in hist] == [1.0, 0.6, 0.9, 0.5]
+
+
+def test_deep_prune_with_its_progress_bar_gives_the_same_runs():
+    """progress=True (the default) only shows a bar: the same runs as without it, pruning steps included."""
+    kw = dict(trainings=2, prunings=2, epochs=300, finetune_epochs=10, seed=0)
+    shown, hidden = P.deep_prune(2, 3, 2, **kw), P.deep_prune(2, 3, 2, progress=False, **kw)
+    assert sum(run["steps"] for run in hidden["runs"]) > 0
+    assert [{k: v for k, v in run.items() if k != "network"} for run in shown["runs"]] == \
+        [{k: v for k, v in run.items() if k != "network"} for run in hidden["runs"]]
