@@ -34,7 +34,7 @@ import numpy as np
 from lib import validate as V
 
 __all__ = ["coefficient_matrices", "affine_outputs", "predict", "accuracy", "kmeans_centres", "compress",
-           "affine_map", "relative_residual", "msed", "linear_cka", "mean_cka", "cross_entropy",
+           "affine_map", "mapped_coefficients", "relative_residual", "msed", "linear_cka", "mean_cka", "cross_entropy",
            "similarity_matrix", "block_means", "THESIS_NETS", "TABLE_7_1", "FIG_7_9_TEXT", "HEATMAP_STATUS",
            "read_heatmap"]
 
@@ -191,6 +191,31 @@ def affine_map(C_source, C_target, rcond: float = 1e-10) -> np.ndarray:
     _same_shape(C_source, C_target[(0,) * (C_target.ndim - 3)], "C_source", "C_target")
     rcond = V.positive(rcond, "rcond", max=1.0)
     return np.linalg.pinv(C_source, rcond=rcond) @ C_target
+
+
+def mapped_coefficients(C_source_train, C_source_test, C_target_train, rcond: float = 1e-10):
+    """``C_source_test @ affine_map(C_source_train, C_target_train, rcond)`` (eq. 7.4 applied to the
+    source's test coefficients), computed as ``(C_source_test @ pinv(C_source_train)) @ C_target_train``
+    so that the ``(d+1) x (d+1)`` maps are never formed: at 3,072 pixels (chapter 08's paper path,
+    Figs. 7.8/7.9 on MNIST and CIFAR-10) ten of them take 750 MB per pair of nets. The shapes are those
+    of :func:`affine_map`'s arguments (``(n_out, N_train, d+1)`` and ``(n_out, N_test, d+1)``); returns
+    ``(n_out, N_test, d+1)``. ``C_target_train`` may also be a list of several targets' matrices (one
+    pseudo-inverse for all, and no stacked copy of them): the result is then the list of their mapped
+    coefficients, in that order."""
+    A = _coefficients(C_source_train, "C_source_train")
+    T = _coefficients(C_source_test, "C_source_test")
+    many = isinstance(C_target_train, list)
+    targets = C_target_train if many else [C_target_train]
+    if not targets:
+        raise V.ArgumentValueError("C_target_train must not be an empty list")
+    targets = [_coefficients(B, "C_target_train" + (f"[{i}]" if many else "")) for i, B in enumerate(targets)]
+    for i, B in enumerate(targets):
+        _same_shape(A, B, "C_source_train", "C_target_train" + (f"[{i}]" if many else ""))
+    _same_shape(A, T, "C_source_train", "C_source_test", axes=(0, 2))
+    rcond = V.positive(rcond, "rcond", max=1.0)
+    P = T @ np.linalg.pinv(A, rcond=rcond)
+    out = [P @ B for B in targets]
+    return out if many else out[0]
 
 
 def relative_residual(C_source, M, C_target) -> float:
