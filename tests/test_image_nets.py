@@ -653,6 +653,17 @@ def test_paper_nets_shapes_and_sizes(arch, n_params):
     assert I.input_width(net) == 3072 and I.input_width(I.make_net(arch)) == 64
 
 
+def test_paper_nets_layer_order():
+    """ReLU after pooling in simple, before it in complex (the forward cannot tell: max and ReLU commute; the
+    activation pattern's bits can), three input channels, 32 filters of 3x3."""
+    kinds = lambda net: [type(m).__name__ for m in net]  # noqa: E731
+    simple, complex_ = I.make_net("simple", 0, I.PAPER_SHAPE), I.make_net("complex", 0, I.PAPER_SHAPE)
+    assert kinds(simple) == ["_Image", "Conv2d", "MaxPool2d", "ReLU", "Conv2d", "MaxPool2d", "ReLU", "Flatten", "Linear"]
+    assert kinds(complex_) == ["_Image"] + ["Conv2d", "ReLU", "MaxPool2d"] * 3 + ["Flatten", "Linear"]
+    assert simple[0].shape == (3, 32, 32) and simple[1].in_channels == 3 and complex_[1].in_channels == 3
+    assert all(m.out_channels == 32 and m.kernel_size == (3, 3) for m in complex_ if isinstance(m, torch.nn.Conv2d))
+
+
 def test_paper_conv_nets_equal_their_layers_called_one_by_one():
     """simple: conv -> pool -> ReLU twice, then Linear; complex: conv -> ReLU -> pool three times (the thesis' order)."""
     F = torch.nn.functional
