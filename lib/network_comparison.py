@@ -34,7 +34,7 @@ import numpy as np
 from lib import validate as V
 
 __all__ = ["coefficient_matrices", "affine_outputs", "predict", "accuracy", "kmeans_centres", "compress",
-           "affine_map", "mapped_coefficients", "relative_residual", "msed", "linear_cka", "mean_cka", "cross_entropy",
+           "affine_map", "mapped_coefficients", "cka_matrix", "relative_residual", "msed", "linear_cka", "mean_cka", "cross_entropy",
            "similarity_matrix", "block_means", "THESIS_NETS", "TABLE_7_1", "FIG_7_9_TEXT", "HEATMAP_STATUS",
            "read_heatmap"]
 
@@ -292,6 +292,29 @@ def mean_cka(C_a, C_b, tol: float = FLAT_TOL) -> float:
     C_b = _coefficients(C_b, "C_b")
     _same_shape(C_a, C_b, "C_a", "C_b", axes=(0, 1))
     return float(np.mean([linear_cka(C_a[j], C_b[j], tol) for j in range(C_a.shape[0])]))
+
+
+def cka_matrix(Cs, tol: float = FLAT_TOL) -> np.ndarray:
+    """``similarity_matrix(Cs, mean_cka)`` for many columns: the same linear CKA (eq. 7.7, mean over
+    outputs, NaN where a centred matrix vanishes) from each network's centred Gram matrices ``K_j =
+    X_j X_j^T`` (p x p; ``||Y^T X||_F^2 = <K_X, K_Y>_F``), formed once per network, instead of ``(d+1) x
+    (d+1)`` products per pair: at 3,073 columns (chapter 08's paper path, Figs. 7.12/7.13 on MNIST and
+    CIFAR-10) those cost some 10^13 operations for 14 networks. ``Cs``: a list of coefficient arrays
+    ``(o, p, d+1)`` of the same ``o`` and ``p``; returns ``(n, n)``."""
+    Cs = V.sequence(Cs, "Cs", min_len=1)
+    Cs = [_coefficients(C, f"Cs[{i}]") for i, C in enumerate(Cs)]
+    for i, C in enumerate(Cs[1:], start=1):
+        _same_shape(Cs[0], C, "Cs[0]", f"Cs[{i}]", axes=(0, 1))
+    tol = V.nonnegative(tol, "tol")
+    grams, flat = [], []
+    for C in Cs:
+        Xc = C - C.mean(axis=1, keepdims=True)
+        K = Xc @ Xc.transpose(0, 2, 1)
+        grams.append(K / np.linalg.norm(K, axis=(1, 2), keepdims=True).clip(min=1e-300))
+        flat.append(any(_flat(C[j], tol) for j in range(C.shape[0])))
+    S = np.array([[float(np.mean(np.sum(a * b, axis=(1, 2)))) for b in grams] for a in grams])
+    S[np.array(flat)[:, None] | np.array(flat)[None, :]] = np.nan
+    return S
 
 
 def _log_softmax(z: np.ndarray) -> np.ndarray:

@@ -648,3 +648,26 @@ def test_mapped_coefficients_equal_the_formed_maps():
 def test_mapped_coefficients_bad_input(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+def test_cka_matrix_equals_mean_cka_pair_by_pair():
+    rng = np.random.default_rng(12)
+    Cs = [rng.normal(size=(3, 15, 7)) for _ in range(3)]
+    Cs.append(Cs[0] @ ortho_group.rvs(7, random_state=1) * 2.5)                 # CKA 1 with Cs[0]
+    Cs.append(np.broadcast_to(rng.normal(size=(3, 1, 7)), (3, 15, 7)).copy())   # a linear net: equal rows, NaN
+    S = NC.cka_matrix(Cs)
+    ref = NC.similarity_matrix(Cs, NC.mean_cka)
+    assert S.shape == (5, 5)
+    assert (np.isnan(S) == np.isnan(ref)).all() and np.isnan(S[4]).all() and np.isnan(S[:, 4]).all()
+    assert np.nanmax(np.abs(S - ref)) < 1e-12 and abs(S[0, 3] - 1) < 1e-12
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: NC.cka_matrix([]), r"^Cs must"),
+    (lambda: NC.cka_matrix([np.zeros((2, 5))]), r"^Cs\[0\] must"),
+    (lambda: NC.cka_matrix([np.ones((2, 5, 3)), np.ones((2, 4, 3))]), r"^Cs\[0\] and Cs\[1\] must agree"),
+    (lambda: NC.cka_matrix([np.ones((2, 5, 3))], tol=-1), r"^tol must"),
+])
+def test_cka_matrix_bad_input(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
