@@ -18,6 +18,12 @@ with padding 1 and stride 1 (the spatial size is kept, only pooling halves it), 
 max pooling, biases everywhere, PyTorch's default initialisation, float32 training (the thesis used
 16-bit floats), one input channel (digits are grey; the thesis repeated MNIST to 3 channels).
 
+At ``REPRO_SCALE=paper`` the same four families are built for the thesis' 3x32x32 inputs
+(:data:`PAPER_SHAPE`, ``make_net(arch, seed, PAPER_SHAPE)``) and trained on MNIST (bilinearly
+resized to 32x32, repeated to three channels) and CIFAR-10, both normalised per channel
+(:func:`paper_images`, :func:`standardise_channels`, :func:`paper_split`, :func:`paper_zoo`); their
+cross-sections are keyed by :func:`plane_keys` and their spectra come from :func:`gradient_spectrum`.
+
 Every net is piecewise affine (ReLU and max pooling are), so at each input ``x`` it equals
 ``J(x) x + y(x)`` exactly on ``x``'s linear region (eq. 5.25): :func:`local_coefficients` computes
 ``(J, y)`` by ``torch.func.vmap(jacrev)`` in float64. Further tools of §6.3/§6.4:
@@ -46,7 +52,8 @@ from torch import nn
 from lib import validate as V
 
 __all__ = ["ARCHS", "OPTIMISERS", "N_PIXELS", "N_CLASSES", "standardise", "make_net", "make_optimiser", "train_net", "train_zoo",
-           "zoo_names",
+           "zoo_names", "DIGITS_SHAPE", "PAPER_SHAPE", "PAPER_DATASETS", "input_width", "paper_images",
+           "standardise_channels", "paper_split", "paper_zoo", "plane_keys", "gradient_spectrum", "anchor_plane",
            "local_coefficients", "accuracy", "activation_pattern", "closest_triple", "plane_through",
            "plane_points", "region_labels", "dense_plane_params", "gradient_covariance"]
 
@@ -55,14 +62,25 @@ OPTIMISERS = ("sgd", "adamw")
 _OPT_LABEL = {"sgd": "SGD", "adamw": "AdamW"}
 N_PIXELS, N_CLASSES, SIDE = 64, 10, 8
 CHANNELS = 32     # filters per conv layer (thesis: 32)
+_DIST_CHUNK = 1 << 24  # closest_triple: at most this many pixel differences in memory at once
 HIDDEN = 128      # ReLUs of the dense net (thesis: 128)
 
 
+DIGITS_SHAPE = (1, SIDE, SIDE)   # scikit-learn's 8x8 grey digits: the quick and full scales
+PAPER_SHAPE = (3, 32, 32)        # thesis §6.1: "All non-pretrained networks are structured to accept three channel 32x32 images"
+PAPER_DATASETS = ("mnist", "cifar10")
+
+
 class _Image(nn.Module):
-    """Reshape ``(N, 64)`` rows to ``(N, 1, 8, 8)`` images (the conv nets' first layer)."""
+    """Reshape flat ``(N, C*H*W)`` rows to ``(N, C, H, W)`` images (the conv nets' first layer);
+    ``shape`` ``(C, H, W)`` is :data:`DIGITS_SHAPE` (``(N, 64)`` -> ``(N, 1, 8, 8)``) by default."""
+
+    def __init__(self, shape=DIGITS_SHAPE):
+        super().__init__()
+        self.shape = tuple(shape)
 
     def forward(self, x):
-        return x.reshape(-1, 1, SIDE, SIDE)
+        return x.reshape(-1, *self.shape)
 
 
 def _conv_block(c_in: int, relu_after_pool: bool) -> list:
@@ -85,39 +103,67 @@ def standardise(split):
                      getattr(split, "name", ""))
 
 
-def make_net(arch: str, seed: int = 0) -> nn.Module:
-    """A fresh float32 network of family ``arch`` (one of :data:`ARCHS`), initialised from ``seed``.
+def _check_shape(shape) -> tuple[int, int, int]:
+    """``shape`` as ``(C, H, W)``: three positive ints, ``H`` and ``W`` multiples of 8 (three 2x2 pools)."""
+    if (not isinstance(shape, (tuple, list)) or len(shape) != 3 or not all(V.is_int(v) and v > 0 for v in shape)
+            or shape[1] % 8 or shape[2] % 8):
+        raise V.ArgumentValueError(f"shape must be (C, H, W): three positive ints with H and W multiples of 8, "
+                                   f"got {shape!r}")
+    return tuple(int(v) for v in shape)
 
-    Input ``(N, 64)``, output ``(N, 10)`` logits; the layer lists are in the module docstring.
-    The global torch RNG is left as it was.
+
+def make_net(arch: str, seed: int = 0, shape=DIGITS_SHAPE) -> nn.Module:
+    """A fresh float32 network of family ``arch`` (one of :data:`ARCHS`), initialised from ``seed``,
+    for flat inputs of images of ``shape`` ``(C, H, W)``.
+
+    Input ``(N, C*H*W)``, output ``(N, 10)`` logits; the layer lists are in the module docstring. With
+    the default :data:`DIGITS_SHAPE` these are the digits nets of the quick and full scales (inputs
+    ``(N, 64)``); with :data:`PAPER_SHAPE` the thesis' nets of Table 6.1 (inputs ``(N, 3072)``, §6.1):
+    ``dense`` is ``Linear(3072, 128)``, ``simple`` pools 32 -> 16 -> 8 pixels into ``Linear(32*8*8, 10)``,
+    ``complex`` 32 -> 16 -> 8 -> 4 into ``Linear(32*4*4, 10)``. The global torch RNG is left as it was.
     """
     V.choice(arch, "arch", ARCHS)
     seed = V.seed(seed)
+    c, h, w = _check_shape(shape)
+    d = c * h * w
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(seed)
         if arch == "linear":
-            layers = [nn.Linear(N_PIXELS, N_CLASSES)]
+            layers = [nn.Linear(d, N_CLASSES)]
         elif arch == "dense":
-            layers = [nn.Linear(N_PIXELS, HIDDEN), nn.ReLU(), nn.Linear(HIDDEN, N_CLASSES)]
+            layers = [nn.Linear(d, HIDDEN), nn.ReLU(), nn.Linear(HIDDEN, N_CLASSES)]
         elif arch == "simple":
-            layers = [_Image(), *_conv_block(1, True), *_conv_block(CHANNELS, True), nn.Flatten(),
-                      nn.Linear(CHANNELS * 2 * 2, N_CLASSES)]
+            layers = [_Image((c, h, w)), *_conv_block(c, True), *_conv_block(CHANNELS, True), nn.Flatten(),
+                      nn.Linear(CHANNELS * (h // 4) * (w // 4), N_CLASSES)]
         else:
-            layers = [_Image(), *_conv_block(1, False), *_conv_block(CHANNELS, False),
-                      *_conv_block(CHANNELS, False), nn.Flatten(), nn.Linear(CHANNELS, N_CLASSES)]
+            layers = [_Image((c, h, w)), *_conv_block(c, False), *_conv_block(CHANNELS, False),
+                      *_conv_block(CHANNELS, False), nn.Flatten(), nn.Linear(CHANNELS * (h // 8) * (w // 8), N_CLASSES)]
         return nn.Sequential(*layers)
+
+
+def input_width(net: nn.Module) -> int:
+    """The width ``d`` of the flat input rows ``(N, d)`` that ``net`` takes: ``C*H*W`` of its image
+    reshape (a conv net of :func:`make_net`), else its first ``Linear``'s ``in_features``; nets with
+    neither (no parameters a row meets first) take :data:`N_PIXELS`."""
+    net = _check_net(net)
+    for m in net.modules():
+        if isinstance(m, _Image):
+            return int(np.prod(m.shape))
+        if isinstance(m, nn.Linear):
+            return int(m.in_features)
+    return N_PIXELS
 
 
 def _check_net(net) -> nn.Module:
     return V.instance(net, "net", nn.Module, "a torch.nn.Module")
 
 
-def _check_split(split):
+def _check_split(split, width: int = N_PIXELS):
     for field in ("X_train", "y_train", "X_test", "y_test"):
         if not hasattr(split, field):
             raise V.ArgumentTypeError(f"split must be a lib.data.DataSplit (with X_train, y_train, X_test, "
                                       f"y_test), got {V.describe(split)}")
-    V.tensor(split.X_train, "split.X_train", ndim=2, shape=(None, N_PIXELS), floating=True)
+    V.tensor(split.X_train, "split.X_train", ndim=2, shape=(None, width), floating=True)
     V.labels(split.y_train, "split.y_train", N_CLASSES, n=split.X_train.shape[0], rows_of="split.X_train")
     return split
 
@@ -152,16 +198,21 @@ def train_net(net: nn.Module, split, optimiser: str = "sgd", epochs: int = 15, b
     :func:`_optimizer`). Returns ``net`` (in eval mode). A NaN loss stops with
     :class:`lib.validate.TrainingDivergedError`; a progress bar shows the epochs.
     """
+    from lib.scale import on_device
     from lib.train import _minibatch_loop
 
-    net, split = _check_net(net), _check_split(split)
+    net = _check_net(net)
+    split = _check_split(split, input_width(net))
     V.choice(optimiser, "optimiser", OPTIMISERS)
     epochs, batch_size = V.positive_int(epochs, "epochs"), V.positive_int(batch_size, "batch_size")
     seed = V.seed(seed)
     net.train()
-    _minibatch_loop(net, split.X_train, split.y_train, _cross_entropy, epochs, batch_size,
-                    0.01 if optimiser == "sgd" else 1e-3, seed, _optimizer(net, optimiser), progress,
-                    f"train {optimiser}", None)
+    # on REPRO_DEVICE (the CPU at quick and full scale, where this is the plain loop; CUDA at paper scale
+    # where there is one); the net comes back to the CPU
+    with on_device(net) as dev:
+        _minibatch_loop(net, split.X_train.to(dev), split.y_train.to(dev), _cross_entropy, epochs, batch_size,
+                        0.01 if optimiser == "sgd" else 1e-3, seed, _optimizer(net, optimiser), progress,
+                        f"train {optimiser}", None)
     return net.eval()
 
 
@@ -192,28 +243,102 @@ def zoo_names(archs=ARCHS, copies: int = 2, optimisers=OPTIMISERS) -> list[tuple
 
 
 def train_zoo(split, epochs: int = 15, seed: int = 0, archs=ARCHS, copies: int = 2,
-              progress: bool = True, optimisers=OPTIMISERS) -> dict[str, nn.Module]:
+              progress: bool = True, optimisers=OPTIMISERS, shape=DIGITS_SHAPE) -> dict[str, nn.Module]:
     """Train the zoo of :func:`zoo_names` on ``split``: net ``i`` of that order is initialised and
     shuffled from ``seed + i`` (so every copy is independent). Returns ``{name: trained net}`` in
     that order. ``optimisers`` (default both) selects a part of the zoo: chapter 08 trains SGD conv
-    nets for longer as a control at the AdamW nets' accuracy."""
+    nets for longer as a control at the AdamW nets' accuracy. ``shape`` is the images' ``(C, H, W)``
+    (:func:`make_net`): the digits' by default, :data:`PAPER_SHAPE` for :func:`paper_split`'s data."""
     names = zoo_names(archs, copies, optimisers)
-    split, seed = _check_split(split), V.seed(seed)
+    shape = _check_shape(shape)
+    split, seed = _check_split(split, int(np.prod(shape))), V.seed(seed)
     epochs = V.positive_int(epochs, "epochs")
     zoo = {}
     for i, (name, arch, opt) in enumerate(names):
-        zoo[name] = train_net(make_net(arch, seed + i), split, opt, epochs, 32, seed + i, progress)
+        zoo[name] = train_net(make_net(arch, seed + i, shape), split, opt, epochs, 32, seed + i, progress)
     return zoo
 
 
-def _inputs(X, name: str = "X") -> torch.Tensor:
-    """``X`` (array or tensor, ``(N, 64)``) as a float64 tensor."""
-    return torch.as_tensor(V.array(X, name, ndim=2, shape=(None, N_PIXELS)), dtype=torch.float64)
+def paper_images(X) -> torch.Tensor:
+    """Images as the thesis feeds them to its nets (§6.1), ``(N, 3, 32, 32)`` float32: MNIST's grey
+    ``(N, 28, 28)`` (or ``(N, 1, 28, 28)``) are "scaled to 32x32 using bilinear interpolation, then
+    repeated three times to match the number of channels expected"; CIFAR-10's ``(N, 3, 32, 32)`` pass
+    as they are. The interpolation is ``torch.nn.functional.interpolate(mode="bilinear",
+    align_corners=False)``, what torchvision's ``Resize`` does to a tensor when it enlarges (the
+    thesis names no library for it; ours)."""
+    X = V.tensor(X, "X", floating=True)
+    if X.ndim == 3:
+        X = X[:, None]
+    if X.ndim != 4 or X.shape[1] not in (1, 3) or (X.shape[1] == 3 and tuple(X.shape[2:]) != PAPER_SHAPE[1:]):
+        raise V.ArgumentValueError(f"X must be grey images (N, H, W) or (N, 1, H, W), or colour images (N, 3, 32, 32), "
+                                   f"got shape {tuple(X.shape)}")
+    X = X.float()
+    if X.shape[1] == 1:
+        X = nn.functional.interpolate(X, size=PAPER_SHAPE[1:], mode="bilinear", align_corners=False)
+        X = X.repeat(1, 3, 1, 1)
+    return X
+
+
+def standardise_channels(split, shape=PAPER_SHAPE):
+    """``split`` (images ``(N, *shape)`` or flat rows ``(N, C*H*W)``) with every channel centred and
+    scaled by its mean and standard deviation over the training images (the thesis normalises
+    "centered at zero by channel", §6.1; the std is unstated, unit std assumed, as :func:`standardise`
+    assumes for the digits), as flat rows ``(N, C*H*W)`` float32; the test images use the training
+    statistics. Chapter 08's paper path (Table 6.1 on MNIST and CIFAR-10)."""
+    from lib.data import DataSplit
+
+    c, h, w = _check_shape(shape)
+    for field in ("X_train", "y_train", "X_test", "y_test"):
+        if not hasattr(split, field):
+            raise V.ArgumentTypeError(f"split must be a lib.data.DataSplit (with X_train, y_train, X_test, "
+                                      f"y_test), got {V.describe(split)}")
+    parts = []
+    for name in ("X_train", "X_test"):
+        X = V.tensor(getattr(split, name), f"split.{name}", floating=True)
+        if X[0].numel() != c * h * w:
+            raise V.ArgumentValueError(f"split.{name} must hold images of shape {(c, h, w)}, got rows of "
+                                       f"{X[0].numel()} values")
+        parts.append(X.reshape(-1, c, h * w).double())
+    mean = parts[0].mean((0, 2), keepdim=True)
+    std = parts[0].std((0, 2), keepdim=True)
+    if not bool((std > 0).all()):
+        raise V.ArgumentValueError("split.X_train must not have a constant channel (its standard deviation is 0)")
+    X_train, X_test = (((X - mean) / std).reshape(X.shape[0], -1).float() for X in parts)
+    return DataSplit(X_train, split.y_train, X_test, split.y_test, getattr(split, "name", ""))
+
+
+def paper_split(dataset: str):
+    """The thesis' data of Table 6.1 (§6.1), ready for :func:`train_zoo` with ``shape=PAPER_SHAPE``:
+    ``dataset`` ``"mnist"`` or ``"cifar10"`` from :func:`lib.data.load_online` (so only at
+    ``REPRO_SCALE=paper``; a smoke run gets its stand-ins), through :func:`paper_images` and
+    :func:`standardise_channels`: flat rows ``(N, 3072)``, 60,000/10,000 (MNIST) or 50,000/10,000
+    (CIFAR-10) images."""
+    from lib.data import DataSplit, load_online
+
+    V.choice(dataset, "dataset", PAPER_DATASETS)
+    raw = load_online(dataset)
+    images = DataSplit(paper_images(raw.X_train), raw.y_train, paper_images(raw.X_test), raw.y_test, raw.name)
+    return standardise_channels(images, PAPER_SHAPE)
+
+
+def paper_zoo(dataset: str, epochs: int = 15, seed: int = 0, copies: int = 2, progress: bool = True):
+    """Table 6.1's seven trained rows on ``dataset`` (``"mnist"`` or ``"cifar10"``): ``(split, zoo)``
+    with ``split`` = :func:`paper_split` ``(dataset)`` and ``zoo`` = :func:`train_zoo` on it with the
+    thesis' protocol (§6.1: batch 32, ``epochs`` 15, SGD and AdamW) for 3x32x32 inputs. Chapter 08's
+    paper path (both of its image-network sections call it)."""
+    split = paper_split(dataset)
+    return split, train_zoo(split, epochs, seed, copies=copies, progress=progress, shape=PAPER_SHAPE)
+
+
+def _inputs(X, name: str = "X", width: int = N_PIXELS) -> torch.Tensor:
+    """``X`` (array or tensor, ``(N, width)``) as a float64 tensor."""
+    return torch.as_tensor(V.array(X, name, ndim=2, shape=(None, width)), dtype=torch.float64)
 
 
 def local_coefficients(net: nn.Module, X, chunk: int = 1024) -> tuple[np.ndarray, np.ndarray]:
     """The exact local affine maps of ``net`` at the rows of ``X`` (eq. 5.25, §6.1):
-    ``J`` ``(N, 10, 64)`` (row ``j`` = gradient of output ``j``; ``J[out, in]``, pitfall P6) and
+    ``J`` ``(N, 10, d)`` (``d`` = 64 pixels of a digit, 3,072 at paper scale; row ``j`` = gradient of
+    output ``j``; ``J[out, in]``, pitfall P6) and
     ``y`` ``(N, 10)`` with ``net(x) = J x + y`` on ``x``'s linear region.
 
     Computed in float64 on a double copy of ``net`` (the float32 weights are exact in float64) by
@@ -221,7 +346,7 @@ def local_coefficients(net: nn.Module, X, chunk: int = 1024) -> tuple[np.ndarray
     pitfall P2). At a max-pool tie or a ReLU exactly at 0, autograd's choice picks one adjacent region.
     """
     net = _check_net(net)
-    X = _inputs(X)
+    X = _inputs(X, width=input_width(net))
     chunk = V.positive_int(chunk, "chunk")
     net64 = copy.deepcopy(net).double().eval()
 
@@ -241,9 +366,10 @@ def local_coefficients(net: nn.Module, X, chunk: int = 1024) -> tuple[np.ndarray
 
 
 def accuracy(net: nn.Module, X, y) -> float:
-    """The fraction of rows of ``X`` (``(N, 64)``) whose arg-max logit is the label ``y``."""
+    """The fraction of rows of ``X`` (``(N, d)``, ``d`` = :func:`input_width` of ``net``) whose arg-max
+    logit is the label ``y``."""
     net = _check_net(net)
-    X = torch.as_tensor(V.array(X, "X", ndim=2, shape=(None, N_PIXELS)), dtype=torch.float32)
+    X = torch.as_tensor(V.array(X, "X", ndim=2, shape=(None, input_width(net))), dtype=torch.float32)
     V.labels(y, "y", N_CLASSES, n=X.shape[0], rows_of="X")
     y = V.array(y, "y", ndim=1, integer=True)
     with torch.no_grad():
@@ -263,7 +389,7 @@ def activation_pattern(net: nn.Module, X) -> np.ndarray:
     goes to the first window entry, as ``max_pool2d`` reports it.
     """
     net = _check_net(net)
-    X = _inputs(X)
+    X = _inputs(X, width=input_width(net))
     net64 = copy.deepcopy(net).double().eval()
     bits, hooks = [], []
 
@@ -301,7 +427,12 @@ def closest_triple(X) -> np.ndarray:
     X = V.array(X, "X", ndim=2)
     if X.shape[0] < 3:
         raise V.ArgumentValueError(f"X must have at least 3 rows, got {X.shape[0]}")
-    D = np.sqrt(np.maximum(((X[:, None, :] - X[None, :, :]) ** 2).sum(-1), 0.0))
+    n = X.shape[0]
+    D = np.empty((n, n))
+    step = max(1, _DIST_CHUNK // (n * X.shape[1]))  # rows per block: 3,072-pixel images need blocks (paper scale)
+    for i in range(0, n, step):
+        D[i:i + step] = ((X[i:i + step, None, :] - X[None, :, :]) ** 2).sum(-1)
+    D = np.sqrt(np.maximum(D, 0.0))
     np.fill_diagonal(D, np.inf)
     nn2 = np.argsort(D, axis=1, kind="stable")[:, :2]
     b, c = nn2[:, 0], nn2[:, 1]
@@ -328,6 +459,23 @@ def plane_through(A, B, C) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     if n2 <= 1e-12 * np.sqrt(n1):
         raise V.ArgumentValueError("A, B and C must not be collinear (u2 of eq. 6.2 is zero)")
     return A.copy(), u1 / np.sqrt(n1), u2 / n2
+
+
+def anchor_plane(X, margin: float = 0.15) -> dict:
+    """The cross-section of §6.3 through three mutually close rows of ``X`` (Figs. 6.8/6.9): their
+    indices ``tri`` (:func:`closest_triple`), the plane ``origin, e1, e2`` through them (eq. 6.2,
+    :func:`plane_through`), their plane coordinates ``coords`` ``(3, 2)`` (``A`` at the origin, ``B`` on
+    the x-axis) and the window ``box`` ``(xmin, xmax, ymin, ymax)``: the anchors' bounding box widened
+    by ``margin`` of its size on each side (chapter 08's choice; the thesis' scaling is unstated)."""
+    X = V.array(X, "X", ndim=2)
+    margin = V.nonnegative(margin, "margin")
+    tri = closest_triple(X)
+    origin, e1, e2 = plane_through(*X[tri])
+    coords = np.array([[(P - origin) @ e1, (P - origin) @ e2] for P in X[tri]])
+    lo, hi = coords.min(0), coords.max(0)
+    pad = margin * (hi - lo)
+    box = (lo[0] - pad[0], hi[0] + pad[0], lo[1] - pad[1], hi[1] + pad[1])
+    return dict(tri=tri, origin=origin, e1=e1, e2=e2, coords=coords, box=box)
 
 
 def plane_points(origin, e1, e2, coords) -> np.ndarray:
@@ -393,14 +541,58 @@ def dense_plane_params(net: nn.Module, origin, e1, e2) -> list:
     net = _check_net(net)
     lin = [m for m in net.modules() if isinstance(m, nn.Linear)]
     others = [m for m in net.modules() if not isinstance(m, (nn.Linear, nn.ReLU, nn.Sequential))]
-    if len(lin) != 2 or others or lin[0].in_features != N_PIXELS:
-        raise V.ArgumentValueError(f"net must be a 'dense' net (Linear(64, h) -> ReLU -> Linear), got {net}")
-    origin = V.array(origin, "origin", shape=(N_PIXELS,))
-    e1 = V.array(e1, "e1", shape=(N_PIXELS,))
-    e2 = V.array(e2, "e2", shape=(N_PIXELS,))
+    if len(lin) != 2 or others:
+        raise V.ArgumentValueError(f"net must be a 'dense' net (Linear(d, h) -> ReLU -> Linear), got {net}")
+    d = lin[0].in_features
+    origin = V.array(origin, "origin", shape=(d,))
+    e1 = V.array(e1, "e1", shape=(d,))
+    e2 = V.array(e2, "e2", shape=(d,))
     W1, b1 = (t.detach().double().numpy() for t in (lin[0].weight, lin[0].bias))
     W2, b2 = (t.detach().double().numpy() for t in (lin[1].weight, lin[1].bias))
     return [(W1 @ np.stack([e1, e2], 1), W1 @ origin + b1), (W2, b2)]
+
+
+def plane_keys(net: nn.Module, origin, e1, e2, coords, chunk: int = 256) -> np.ndarray:
+    """The affine map of ``net`` restricted to the plane ``x = origin + s e1 + t e2`` at the points
+    ``(s, t)`` of ``coords`` ``(M, 2)``: rows ``[J e1, J e2, J origin + y]`` ``(M, 3 * 10)``, so that
+    ``net(x) = key[:10] s + key[10:20] t + key[20:]`` on the point's linear region.
+
+    Chapter 08's paper path keys its cross-section maps (§6.3, Figs. 6.10-6.13) by these 30 numbers
+    instead of the full ``(J, y)``: at 3,072 pixels a grid's full maps (``p^2 x 30,730`` floats) do not
+    fit in memory, and two regions that the plane crosses differ in their restriction to it (a
+    boundary the plane crosses changes ``J`` along the plane). Computed ``chunk`` points at a time by
+    :func:`local_coefficients` (float64)."""
+    net = _check_net(net)
+    d = input_width(net)
+    origin = V.array(origin, "origin", shape=(d,))
+    e1 = V.array(e1, "e1", shape=(d,))
+    e2 = V.array(e2, "e2", shape=(d,))
+    coords = V.array(coords, "coords", ndim=2, shape=(None, 2))
+    chunk = V.positive_int(chunk, "chunk")
+    keys = []
+    for i in range(0, coords.shape[0], chunk):
+        X = plane_points(origin, e1, e2, coords[i:i + chunk])
+        J, y = local_coefficients(net, X, chunk)
+        keys.append(np.concatenate([J @ e1, J @ e2, J @ origin + y], 1))
+    return np.concatenate(keys)
+
+
+def gradient_spectrum(J, n_vectors: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`gradient_covariance` for many pixels: the eigenvalues of ``C_j = (1/N) J_j^T J_j`` from the
+    singular values of ``J_j / sqrt(N)`` (``J`` ``(N, n_out, d)``), without forming the ``d x d``
+    matrices (at 3,072 pixels ten of them take 750 MB and an hour of ``eigh`` on one core).
+
+    Returns the ``min(N, d)`` largest eigenvalues ``(n_out, min(N, d))`` in decreasing order (the others
+    are 0) and the eigenvectors of the ``n_vectors`` largest ``(n_out, d, n_vectors)``, signed as
+    :func:`gradient_covariance` signs them (largest entry positive). Chapter 08's paper path (§6.4,
+    Figs. 6.14-6.19 on MNIST and CIFAR-10)."""
+    J = V.array(J, "J", ndim=3)
+    n_vectors = V.positive_int(n_vectors, "n_vectors", max=min(J.shape[0], J.shape[2]))
+    _, sv, vt = np.linalg.svd(J.transpose(1, 0, 2) / np.sqrt(J.shape[0]), full_matrices=False)
+    vecs = vt[:, :n_vectors, :].transpose(0, 2, 1)
+    idx = np.abs(vecs).argmax(1)
+    signs = np.sign(np.take_along_axis(vecs, idx[:, None, :], 1))
+    return sv ** 2, vecs * np.where(signs == 0, 1.0, signs)
 
 
 def gradient_covariance(J) -> tuple[np.ndarray, np.ndarray]:

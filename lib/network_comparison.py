@@ -34,7 +34,7 @@ import numpy as np
 from lib import validate as V
 
 __all__ = ["coefficient_matrices", "affine_outputs", "predict", "accuracy", "kmeans_centres", "compress",
-           "affine_map", "relative_residual", "msed", "linear_cka", "mean_cka", "cross_entropy",
+           "affine_map", "mapped_coefficients", "cka_matrix", "relative_residual", "msed", "linear_cka", "mean_cka", "cross_entropy",
            "similarity_matrix", "block_means", "THESIS_NETS", "TABLE_7_1", "FIG_7_9_TEXT", "HEATMAP_STATUS",
            "read_heatmap"]
 
@@ -193,6 +193,39 @@ def affine_map(C_source, C_target, rcond: float = 1e-10) -> np.ndarray:
     return np.linalg.pinv(C_source, rcond=rcond) @ C_target
 
 
+def mapped_coefficients(C_source_train, C_source_test, C_target_train, rcond: float = 1e-10):
+    """``C_source_test @ affine_map(C_source_train, C_target_train, rcond)`` (eq. 7.4 applied to the
+    source's test coefficients), computed as ``(C_source_test @ pinv(C_source_train)) @ C_target_train``
+    so that the ``(d+1) x (d+1)`` maps are never formed: at 3,072 pixels (chapter 08's paper path,
+    Figs. 7.8/7.9 on MNIST and CIFAR-10) ten of them take 750 MB per pair of nets. The shapes are those
+    of :func:`affine_map`'s arguments (``(n_out, N_train, d+1)`` and ``(n_out, N_test, d+1)``); returns
+    ``(n_out, N_test, d+1)``. ``C_target_train`` may also be a list of several targets' matrices (one
+    pseudo-inverse for all, and no stacked copy of them): the result is then the list of their mapped
+    coefficients, in that order. Computed on :func:`lib.scale.current_device` (a GPU at paper scale where
+    there is one), returned as numpy arrays."""
+    A = _coefficients(C_source_train, "C_source_train")
+    T = _coefficients(C_source_test, "C_source_test")
+    many = isinstance(C_target_train, list)
+    targets = C_target_train if many else [C_target_train]
+    if not targets:
+        raise V.ArgumentValueError("C_target_train must not be an empty list")
+    targets = [_coefficients(B, "C_target_train" + (f"[{i}]" if many else "")) for i, B in enumerate(targets)]
+    for i, B in enumerate(targets):
+        _same_shape(A, B, "C_source_train", "C_target_train" + (f"[{i}]" if many else ""))
+    _same_shape(A, T, "C_source_train", "C_source_test", axes=(0, 2))
+    rcond = V.positive(rcond, "rcond", max=1.0)
+    # in float64 torch on REPRO_DEVICE (the CPU but at paper scale on a GPU, where the ten SVDs of a 4,000 x 3,073
+    # matrix per net, about a minute each on one CPU core, take seconds); rtol is numpy's rcond
+    import torch
+
+    from lib.scale import current_device
+
+    dev = current_device()
+    P = torch.from_numpy(T).to(dev) @ torch.linalg.pinv(torch.from_numpy(A).to(dev), rtol=rcond)
+    out = [(P @ torch.from_numpy(B).to(dev)).cpu().numpy() for B in targets]
+    return out if many else out[0]
+
+
 def relative_residual(C_source, M, C_target) -> float:
     """``||C_source M - C_target||_F / ||C_target||_F`` over all outputs together (eq. 7.4's fit).
 
@@ -259,6 +292,29 @@ def mean_cka(C_a, C_b, tol: float = FLAT_TOL) -> float:
     C_b = _coefficients(C_b, "C_b")
     _same_shape(C_a, C_b, "C_a", "C_b", axes=(0, 1))
     return float(np.mean([linear_cka(C_a[j], C_b[j], tol) for j in range(C_a.shape[0])]))
+
+
+def cka_matrix(Cs, tol: float = FLAT_TOL) -> np.ndarray:
+    """``similarity_matrix(Cs, mean_cka)`` for many columns: the same linear CKA (eq. 7.7, mean over
+    outputs, NaN where a centred matrix vanishes) from each network's centred Gram matrices ``K_j =
+    X_j X_j^T`` (p x p; ``||Y^T X||_F^2 = <K_X, K_Y>_F``), formed once per network, instead of ``(d+1) x
+    (d+1)`` products per pair: at 3,073 columns (chapter 08's paper path, Figs. 7.12/7.13 on MNIST and
+    CIFAR-10) those cost some 10^13 operations for 14 networks. ``Cs``: a list of coefficient arrays
+    ``(o, p, d+1)`` of the same ``o`` and ``p``; returns ``(n, n)``."""
+    Cs = V.sequence(Cs, "Cs", min_len=1)
+    Cs = [_coefficients(C, f"Cs[{i}]") for i, C in enumerate(Cs)]
+    for i, C in enumerate(Cs[1:], start=1):
+        _same_shape(Cs[0], C, "Cs[0]", f"Cs[{i}]", axes=(0, 1))
+    tol = V.nonnegative(tol, "tol")
+    grams, flat = [], []
+    for C in Cs:
+        Xc = C - C.mean(axis=1, keepdims=True)
+        K = Xc @ Xc.transpose(0, 2, 1)
+        grams.append(K / np.linalg.norm(K, axis=(1, 2), keepdims=True).clip(min=1e-300))
+        flat.append(any(_flat(C[j], tol) for j in range(C.shape[0])))
+    S = np.array([[float(np.mean(np.sum(a * b, axis=(1, 2)))) for b in grams] for a in grams])
+    S[np.array(flat)[:, None] | np.array(flat)[None, :]] = np.nan
+    return S
 
 
 def _log_softmax(z: np.ndarray) -> np.ndarray:

@@ -50,7 +50,10 @@ SMOKE_OVERRIDES: dict = {
     # one zoo and one k-means restart: the compression cell clusters every net's local maps for each k
     # (up to the paper's 500), which with 3 zoos and 10 restarts ran past the 300 s cell limit in CI; and
     # only the two k that later cells read (1 and 100): the paper's larger k = 500 runs the same k-means
-    "local_linearity_comparisons": {"zoos": 1, "n_init": 1, "ks": (1, 100)},
+    "local_linearity_comparisons": {"zoos": 1, "n_init": 1, "ks": (1, 100),
+                                    # the thesis' MNIST/CIFAR-10 part on one epoch of the stand-ins, 30 training and 20
+                                    # test images, k = 1 and 10
+                                    "paper_epochs": 1, "paper_train_rows": 30, "paper_test_images": 20, "paper_ks": (1, 10)},
     # the miniature's table with one seed (the count rule leaves 2 of the full scale's 5); the thesis' Tables
     # 4.2-4.5 (paper-only cell) with one seed, one epoch, one batch of training images, the softplus columns
     # (sigmoid is the same code) and one line per architecture family (CNN13, VGG, VGG-mp2conv, DenseNet121:
@@ -58,6 +61,12 @@ SMOKE_OVERRIDES: dict = {
     "optimization_landscape_skip_connections": {
         "table_seeds": 1, "paper_seeds": 1, "paper_epochs": 1, "paper_mnist_N": 128, "paper_cifar_N": 8,
         "paper_activations": ("softplus",), "paper_archs": ("cnn13", "vgg11", "vgg11-mp2conv", "densenet121")},
+    # the digits part at its quick values but for the epochs (the count rule: 2, and 2 for the control), and the thesis'
+    # MNIST/CIFAR-10 part on one epoch of the stand-ins, 40 test images, anchors among 100, grids of 16 and 8 points
+    # (a conv net's local maps at 3x32x32 cost tens of milliseconds each)
+    "local_linearity_image_networks": {"zoos": QUICK, "control_rows": QUICK, "p_dense": QUICK, "p_conv": QUICK,
+                                       "grid_ps": QUICK, "exact_classes": QUICK, "paper_epochs": 1, "paper_test_images": 40,
+                                       "paper_anchor_pool": 100, "paper_p_dense": 16, "paper_p_conv": 8},
 }
 # Chapters whose paper scale adds a paper-only experiment to the quick one's: in a smoke run every other
 # field takes the quick value (quick-scale CI covers that code, which needs trained models), and the

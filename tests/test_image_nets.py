@@ -527,8 +527,9 @@ def _split_with(**changes):
     (lambda: I.dense_plane_params(I.make_net("dense"), np.zeros(64), np.ones(64), np.ones(63)), r"^e2 must"),
     (lambda: I.dense_plane_params(torch.nn.Sequential(torch.nn.Linear(64, 5), torch.nn.Tanh(), torch.nn.Linear(5, 10)),
                                   np.zeros(64), np.ones(64), np.ones(64)), r"^net must be a 'dense' net"),
+    # a dense net of any input width is one; the plane must have its width
     (lambda: I.dense_plane_params(torch.nn.Sequential(torch.nn.Linear(63, 5), torch.nn.ReLU(), torch.nn.Linear(5, 10)),
-                                  np.zeros(64), np.ones(64), np.ones(64)), r"^net must be a 'dense' net"),
+                                  np.zeros(64), np.ones(64), np.ones(64)), r"^origin must"),
 ])
 def test_bad_input_messages_start_with_the_argument(call, match):
     with pytest.raises(ValueError, match=match):
@@ -635,3 +636,204 @@ def test_make_optimiser_has_the_thesis_settings_and_decays_as_stated():
         I.make_optimiser(net, "adam")
     with pytest.raises(ValueError, match="^net must be"):
         I.make_optimiser("net", "sgd")
+
+
+
+# ------------------------------------------------------------------------- the paper path (3x32x32, §6.1)
+@pytest.mark.parametrize("arch, n_params", [
+    ("linear", 3072 * 10 + 10),
+    ("dense", 3072 * 128 + 128 + 128 * 10 + 10),
+    ("simple", (27 * 32 + 32) + (32 * 32 * 9 + 32) + (32 * 8 * 8 * 10 + 10)),        # 32 -> 16 -> 8 pixels
+    ("complex", (27 * 32 + 32) + 2 * (32 * 32 * 9 + 32) + (32 * 4 * 4 * 10 + 10)),   # 32 -> 16 -> 8 -> 4
+])
+def test_paper_nets_shapes_and_sizes(arch, n_params):
+    net = I.make_net(arch, 0, I.PAPER_SHAPE)
+    assert sum(p.numel() for p in net.parameters()) == n_params
+    assert net(torch.randn(5, 3072)).shape == (5, 10)
+    assert I.input_width(net) == 3072 and I.input_width(I.make_net(arch)) == 64
+
+
+def test_paper_nets_layer_order():
+    """ReLU after pooling in simple, before it in complex (the forward cannot tell: max and ReLU commute; the
+    activation pattern's bits can), three input channels, 32 filters of 3x3."""
+    kinds = lambda net: [type(m).__name__ for m in net]  # noqa: E731
+    simple, complex_ = I.make_net("simple", 0, I.PAPER_SHAPE), I.make_net("complex", 0, I.PAPER_SHAPE)
+    assert kinds(simple) == ["_Image", "Conv2d", "MaxPool2d", "ReLU", "Conv2d", "MaxPool2d", "ReLU", "Flatten", "Linear"]
+    assert kinds(complex_) == ["_Image"] + ["Conv2d", "ReLU", "MaxPool2d"] * 3 + ["Flatten", "Linear"]
+    assert simple[0].shape == (3, 32, 32) and simple[1].in_channels == 3 and complex_[1].in_channels == 3
+    assert all(m.out_channels == 32 and m.kernel_size == (3, 3) for m in complex_ if isinstance(m, torch.nn.Conv2d))
+
+
+def test_paper_conv_nets_equal_their_layers_called_one_by_one():
+    """simple: conv -> pool -> ReLU twice, then Linear; complex: conv -> ReLU -> pool three times (the thesis' order)."""
+    F = torch.nn.functional
+    x = torch.randn(4, 3072)
+    img = x.reshape(4, 3, 32, 32)
+    s = I.make_net("simple", 1, I.PAPER_SHAPE)
+    c1, c2 = [m for m in s if isinstance(m, torch.nn.Conv2d)]
+    fc = [m for m in s if isinstance(m, torch.nn.Linear)][0]
+    h = F.relu(F.max_pool2d(F.conv2d(img, c1.weight, c1.bias, padding=1), 2))
+    h = F.relu(F.max_pool2d(F.conv2d(h, c2.weight, c2.bias, padding=1), 2))
+    assert torch.allclose(s(x), h.flatten(1) @ fc.weight.T + fc.bias, atol=1e-5)
+    c = I.make_net("complex", 2, I.PAPER_SHAPE)
+    convs = [m for m in c if isinstance(m, torch.nn.Conv2d)]
+    fc = [m for m in c if isinstance(m, torch.nn.Linear)][0]
+    h = img
+    for conv in convs:
+        h = F.max_pool2d(F.relu(F.conv2d(h, conv.weight, conv.bias, padding=1)), 2)
+    assert h.shape == (4, 32, 4, 4)
+    assert torch.allclose(c(x), h.flatten(1) @ fc.weight.T + fc.bias, atol=1e-5)
+
+
+def test_digits_nets_are_unchanged_by_the_shape_argument():
+    for arch in I.ARCHS:
+        a, b = I.make_net(arch, 7), I.make_net(arch, 7, (1, 8, 8))
+        assert all(torch.equal(p, q) for p, q in zip(a.state_dict().values(), b.state_dict().values()))
+
+
+def _bilinear_numpy(img, size):
+    """Bilinear resize with half-pixel centres (align_corners=False), written out: an independent check."""
+    h, w = img.shape
+    def axis(n_out, n_in):
+        src = np.maximum((np.arange(n_out) + 0.5) * n_in / n_out - 0.5, 0.0)
+        i0 = np.minimum(np.floor(src).astype(int), n_in - 1)
+        return i0, np.minimum(i0 + 1, n_in - 1), src - i0
+    r0, r1, wr = axis(size, h)
+    c0, c1, wc = axis(size, w)
+    top = img[r0][:, c0] * (1 - wc) + img[r0][:, c1] * wc
+    bottom = img[r1][:, c0] * (1 - wc) + img[r1][:, c1] * wc
+    return top * (1 - wr[:, None]) + bottom * wr[:, None]
+
+
+def test_paper_images_resize_mnist_and_repeat_channels():
+    X = torch.rand(3, 28, 28, generator=torch.Generator().manual_seed(0))
+    out = I.paper_images(X)
+    assert out.shape == (3, 3, 32, 32) and out.dtype == torch.float32
+    assert torch.equal(out[:, 0], out[:, 1]) and torch.equal(out[:, 0], out[:, 2])
+    for k in range(3):
+        assert np.abs(out[k, 0].numpy() - _bilinear_numpy(X[k].numpy().astype(np.float64), 32)).max() < 1e-6
+    assert torch.equal(I.paper_images(X[:, None]), out)                  # (N, 1, 28, 28) too
+    cifar = torch.rand(2, 3, 32, 32)
+    assert torch.equal(I.paper_images(cifar), cifar)                     # CIFAR-10 passes as it is
+
+
+def test_standardise_channels_against_numpy():
+    g = np.random.default_rng(1)
+    Xtr = g.normal(size=(50, 3, 32, 32)) * np.array([1.0, 2.0, 3.0])[None, :, None, None] + np.array([5, -1, 0])[None, :, None, None]
+    Xte = g.normal(size=(7, 3, 32, 32))
+    split = DataSplit(torch.tensor(Xtr, dtype=torch.float32), torch.arange(50) % 10, torch.tensor(Xte, dtype=torch.float32),
+                      torch.arange(7), "toy")
+    out = I.standardise_channels(split)
+    tr32 = Xtr.astype(np.float32).astype(np.float64)
+    mean = tr32.mean(axis=(0, 2, 3))
+    std = tr32.std(axis=(0, 2, 3), ddof=1)
+    want_tr = ((tr32 - mean[None, :, None, None]) / std[None, :, None, None]).reshape(50, -1)
+    want_te = ((Xte.astype(np.float32).astype(np.float64) - mean[None, :, None, None]) / std[None, :, None, None]).reshape(7, -1)
+    assert out.X_train.shape == (50, 3072) and out.X_train.dtype == torch.float32
+    assert np.abs(out.X_train.numpy() - want_tr).max() < 1e-5 and np.abs(out.X_test.numpy() - want_te).max() < 1e-5
+    assert torch.equal(out.y_train, split.y_train) and out.name == "toy"
+    flat = DataSplit(split.X_train.reshape(50, -1), split.y_train, split.X_test.reshape(7, -1), split.y_test, "toy")
+    assert torch.equal(I.standardise_channels(flat).X_test, out.X_test)   # flat rows in, the same rows out
+
+
+@pytest.fixture
+def paper_smoke_env(monkeypatch):
+    monkeypatch.setenv("REPRO_SCALE", "paper")
+    monkeypatch.setenv("REPRO_PAPER_SMOKE", "1")
+
+
+def test_paper_split_and_zoo_on_the_stand_ins(paper_smoke_env):
+    from lib.data import smoke_online
+
+    mnist = I.paper_split("mnist")
+    raw = smoke_online("mnist")
+    assert mnist.X_train.shape == (len(raw.y_train), 3072) and torch.equal(mnist.y_test, raw.y_test)
+    ch = mnist.X_train.reshape(-1, 3, 1024).double()
+    assert torch.allclose(ch.mean((0, 2)), torch.zeros(3, dtype=torch.float64), atol=1e-5)
+    assert torch.allclose(ch.std((0, 2)), torch.ones(3, dtype=torch.float64), atol=1e-4)
+    split, zoo = I.paper_zoo("cifar10", epochs=1, seed=3, copies=1, progress=False)
+    assert list(zoo) == [n for n, _, _ in I.zoo_names(copies=1)] and split.X_test.shape[1] == 3072
+    assert all(I.input_width(net) == 3072 and 0 <= I.accuracy(net, split.X_test, split.y_test) <= 1 for net in zoo.values())
+
+
+def test_paper_split_is_for_the_paper_scale_only(monkeypatch):
+    monkeypatch.setenv("REPRO_SCALE", "quick")
+    with pytest.raises(ValueError, match="paper"):
+        I.paper_split("mnist")
+
+
+@pytest.mark.parametrize("arch", ["dense", "simple"])
+def test_plane_keys_reproduce_the_net_on_the_plane(arch):
+    net = I.make_net(arch, 4, (3, 8, 8))
+    rng = np.random.default_rng(0)
+    o, e1, e2 = I.plane_through(*rng.normal(size=(3, 192)))
+    G = rng.uniform(-2, 2, size=(37, 2))
+    keys = I.plane_keys(net, o, e1, e2, G, chunk=5)
+    X = I.plane_points(o, e1, e2, G)
+    with torch.no_grad():
+        v = net.double()(torch.tensor(X)).numpy()
+    assert keys.shape == (37, 30)
+    assert np.abs(keys[:, :10] * G[:, :1] + keys[:, 10:20] * G[:, 1:] + keys[:, 20:] - v).max() < 1e-10
+    # the key is the directional derivative along e1 (finite difference inside the region)
+    h = 1e-7
+    with torch.no_grad():
+        vh = net(torch.tensor(I.plane_points(o, e1, e2, G + [h, 0.0]))).numpy()
+    assert np.abs((vh - v) / h - keys[:, :10]).max() < 1e-4
+
+
+def test_gradient_spectrum_equals_gradient_covariance():
+    rng = np.random.default_rng(2)
+    for n, d in ((30, 12), (8, 20)):                   # more images than pixels, and fewer
+        J = rng.normal(size=(n, 4, d))
+        vals, vecs = I.gradient_spectrum(J, n_vectors=2)
+        cvals, cvecs = I.gradient_covariance(J)
+        k = min(n, d)
+        assert vals.shape == (4, k) and vecs.shape == (4, d, 2)
+        assert np.abs(vals - cvals[:, :k]).max() < 1e-10 and np.abs(cvals[:, k:]).sum() < 1e-9
+        assert np.abs(vecs - cvecs[:, :, :2]).max() < 1e-8
+
+
+def test_anchor_plane_passes_through_the_closest_triple():
+    X = np.random.default_rng(3).normal(size=(25, 40))
+    pl = I.anchor_plane(X, margin=0.25)
+    assert (pl["tri"] == I.closest_triple(X)).all()
+    assert np.abs(I.plane_points(pl["origin"], pl["e1"], pl["e2"], pl["coords"]) - X[pl["tri"]]).max() < 1e-12
+    lo, hi = pl["coords"].min(0), pl["coords"].max(0)
+    assert np.allclose(pl["box"], (lo[0] - 0.25 * (hi[0] - lo[0]), hi[0] + 0.25 * (hi[0] - lo[0]),
+                                   lo[1] - 0.25 * (hi[1] - lo[1]), hi[1] + 0.25 * (hi[1] - lo[1])))
+
+
+def test_closest_triple_in_blocks_equals_one_block(monkeypatch):
+    rng = np.random.default_rng(4)
+    Xs = [rng.normal(size=(n, 30)) for n in (5, 17, 40)]
+    whole = [I.closest_triple(X) for X in Xs]
+    monkeypatch.setattr(I, "_DIST_CHUNK", 1)           # one row per block
+    assert all((I.closest_triple(X) == w).all() for X, w in zip(Xs, whole))
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: I.make_net("dense", 0, (3, 30, 32)), r"^shape must"),
+    (lambda: I.make_net("dense", 0, (3, 32)), r"^shape must"),
+    (lambda: I.make_net("dense", 0, (0, 8, 8)), r"^shape must"),
+    (lambda: I.train_net(I.make_net("linear", 0, I.PAPER_SHAPE), small_split()), r"^split\.X_train must"),
+    (lambda: I.train_zoo(small_split(), shape=I.PAPER_SHAPE), r"^split\.X_train must"),
+    (lambda: I.paper_images(torch.zeros(2, 2, 28, 28)), r"^X must"),
+    (lambda: I.paper_images(torch.zeros(2, 3, 28, 28)), r"^X must"),
+    (lambda: I.paper_images(np.zeros((2, 28, 28), dtype=np.int64)), r"^X must"),
+    (lambda: I.standardise_channels("abc"), r"^split must"),
+    (lambda: I.standardise_channels(small_split()), r"^split\.X_train must hold images"),
+    (lambda: I.standardise_channels(DataSplit(torch.ones(4, 3072), torch.arange(4), torch.ones(2, 3072), torch.arange(2), "c")),
+     r"^split\.X_train must not have a constant channel"),
+    (lambda: I.paper_split("cifar100"), r"^dataset must be one of"),
+    (lambda: I.plane_keys(I.make_net("dense"), np.zeros(63), np.ones(64), np.ones(64), np.zeros((1, 2))), r"^origin must"),
+    (lambda: I.plane_keys(I.make_net("dense"), np.zeros(64), np.ones(64), np.ones(64), np.zeros((1, 3))), r"^coords must"),
+    (lambda: I.plane_keys(I.make_net("dense"), np.zeros(64), np.ones(64), np.ones(64), np.zeros((1, 2)), chunk=0), r"^chunk must"),
+    (lambda: I.gradient_spectrum(np.zeros((3, 4))), r"^J must"),
+    (lambda: I.gradient_spectrum(np.zeros((3, 2, 5)), n_vectors=4), r"^n_vectors must"),
+    (lambda: I.anchor_plane(np.zeros((2, 5))), r"^X must have at least 3 rows"),
+    (lambda: I.anchor_plane(np.eye(4), margin=-1), r"^margin must"),
+    (lambda: I.local_coefficients(I.make_net("simple", 0, I.PAPER_SHAPE), np.zeros((1, 64))), r"^X must"),
+])
+def test_paper_path_bad_input(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()

@@ -615,3 +615,59 @@ def test_read_heatmap_bad_input():
         NC.read_heatmap(dataset="ImageNet")
     with pytest.raises(ValueError, match="tol"):
         NC.read_heatmap(tol=-1.0)
+
+
+# ------------------------------------------------------------- mapped coefficients (chapter 08's paper path)
+def test_mapped_coefficients_equal_the_formed_maps():
+    rng = np.random.default_rng(11)
+    A, T = rng.normal(size=(3, 20, 6)), rng.normal(size=(3, 7, 6))
+    Bs = [rng.normal(size=(3, 20, 6)) for _ in range(2)]
+    one = NC.mapped_coefficients(A, T, Bs[0])
+    assert one.shape == (3, 7, 6)
+    assert np.abs(one - T @ NC.affine_map(A, Bs[0])).max() < 1e-12
+    many = NC.mapped_coefficients(A, T, Bs)
+    assert isinstance(many, list) and len(many) == 2
+    assert all(np.abs(m - T @ NC.affine_map(A, B)).max() < 1e-12 for m, B in zip(many, Bs))
+    # fewer rows than columns: the minimum-norm map, as affine_map's (a rank-deficient source)
+    A2, T2, B2 = rng.normal(size=(2, 4, 9)), rng.normal(size=(2, 3, 9)), rng.normal(size=(2, 4, 9))
+    assert np.abs(NC.mapped_coefficients(A2, T2, B2) - T2 @ NC.affine_map(A2, B2)).max() < 1e-10
+    # a net mapped onto itself keeps the test rows that lie in the span of its training rows
+    T3 = rng.normal(size=(3, 5, 20)) @ A
+    assert np.abs(NC.mapped_coefficients(A, T3, A) - T3).max() < 1e-9
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: NC.mapped_coefficients(np.zeros((2, 5, 4)), np.zeros((2, 3, 4)), []), r"^C_target_train must not be an empty list"),
+    (lambda: NC.mapped_coefficients(np.zeros((2, 5, 4)), np.zeros((2, 3, 4)), np.zeros((2, 6, 4))), r"^C_source_train and C_target_train must agree"),
+    (lambda: NC.mapped_coefficients(np.zeros((2, 5, 4)), np.zeros((2, 3, 4)), [np.zeros((2, 5, 4)), np.zeros((2, 5, 3))]),
+     r"^C_source_train and C_target_train\[1\] must agree"),
+    (lambda: NC.mapped_coefficients(np.zeros((2, 5, 4)), np.zeros((2, 3, 5)), np.zeros((2, 5, 4))), r"^C_source_train and C_source_test must agree"),
+    (lambda: NC.mapped_coefficients(np.zeros((2, 5, 4)), np.zeros((3, 4)), np.zeros((2, 5, 4))), r"^C_source_test must"),
+    (lambda: NC.mapped_coefficients(np.zeros((2, 5, 4)), np.zeros((2, 3, 4)), np.zeros((2, 5, 4)), rcond=0), r"^rcond must"),
+])
+def test_mapped_coefficients_bad_input(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+def test_cka_matrix_equals_mean_cka_pair_by_pair():
+    rng = np.random.default_rng(12)
+    Cs = [rng.normal(size=(3, 15, 7)) for _ in range(3)]
+    Cs.append(Cs[0] @ ortho_group.rvs(7, random_state=1) * 2.5)                 # CKA 1 with Cs[0]
+    Cs.append(np.broadcast_to(rng.normal(size=(3, 1, 7)), (3, 15, 7)).copy())   # a linear net: equal rows, NaN
+    S = NC.cka_matrix(Cs)
+    ref = NC.similarity_matrix(Cs, NC.mean_cka)
+    assert S.shape == (5, 5)
+    assert (np.isnan(S) == np.isnan(ref)).all() and np.isnan(S[4]).all() and np.isnan(S[:, 4]).all()
+    assert np.nanmax(np.abs(S - ref)) < 1e-12 and abs(S[0, 3] - 1) < 1e-12
+
+
+@pytest.mark.parametrize("call, match", [
+    (lambda: NC.cka_matrix([]), r"^Cs must"),
+    (lambda: NC.cka_matrix([np.zeros((2, 5))]), r"^Cs\[0\] must"),
+    (lambda: NC.cka_matrix([np.ones((2, 5, 3)), np.ones((2, 4, 3))]), r"^Cs\[0\] and Cs\[1\] must agree"),
+    (lambda: NC.cka_matrix([np.ones((2, 5, 3))], tol=-1), r"^tol must"),
+])
+def test_cka_matrix_bad_input(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
