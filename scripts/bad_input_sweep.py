@@ -284,6 +284,11 @@ def _image_nets_specs(IN, C, SE, A):
         ("image_nets", "region_labels", lambda: dict(keys=(np.arange(9.0)[:, None] // 4, A), p=(3, C), tol=(1e-9, "nonneg"))),
         ("image_nets", "dense_plane_params", lambda: dict(net=(net(), "model"), origin=(v(0), A), e1=(v(1), A), e2=(v(2), A))),
         ("image_nets", "gradient_covariance", lambda: dict(J=(np.ones((4, 3, 5)), A))),
+        ("image_nets", "gradient_spectrum", lambda: dict(J=(np.random.default_rng(0).normal(size=(4, 3, 5)), A), n_vectors=(2, C))),
+        ("image_nets", "input_width", lambda: dict(net=(net("simple"), "model"))),
+        ("image_nets", "anchor_plane", lambda: dict(X=(X(), A), margin=(0.15, "nonneg"))),
+        ("image_nets", "plane_keys", lambda: dict(net=(net(), "model"), origin=(v(0), A), e1=(v(1), A), e2=(v(2), A),
+                                                   coords=(np.ones((3, 2)), A), chunk=(2, C))),
     ]
 
 
@@ -309,6 +314,9 @@ def _network_comparison_specs(NCM, C, SE, RA, A):
         ("network_comparison", "similarity_matrix", lambda: dict(items=([1.0, 2.0], "list"), metric=(lambda a, b: a - b, "callable"))),
         ("network_comparison", "block_means", lambda: dict(S=(np.eye(3), A), families=(["a", "a", "b"], "list"), skip_nan=(False, None))),
         ("network_comparison", "read_heatmap", lambda: dict(text=(NCM.FIG_7_9_TEXT, "str"), dataset=("CIFAR", "choice"), tol=(0.06, "nonneg"))),
+        ("network_comparison", "mapped_coefficients", lambda: dict(C_source_train=(Cm(), A), C_source_test=(Cm(1), A),
+                                                                    C_target_train=(Cm(2), A), rcond=(1e-10, RA))),
+        ("network_comparison", "cka_matrix", lambda: dict(Cs=([Cm(), Cm(1), Cm(2)], "list"), tol=(1e-5, "nonneg"))),
     ]
 
 
