@@ -47,7 +47,9 @@ _VGG = {11: (64, "M", 128, "M", 256, 256, "M", 512, 512, "M", 512, 512, "M"),
 
 def vgg_layers(depth: int, mp2conv: bool = False, fc: int = 128) -> tuple:
     """VGG11/13/16 for CIFAR-10 as a layer list (Table 4.3: the two FC layers have ``fc`` = 128 units).
-    ``mp2conv`` replaces every max-pool by a 2x2 convolution of stride 2 with as many channels (Table 4.5)."""
+    ``mp2conv`` replaces every max-pool by a 2x2 convolution of stride 2 (Table 4.5) with as many channels as its
+    input (ours: the thesis gives only "2×2 convolutional layers of stride 2"; like every convolution here it is
+    followed by the activation and its outputs are hidden neurons of the skip pool)."""
     V.choice(depth, "depth", tuple(_VGG))
     fc = V.positive_int(fc, "fc")
     out, ch = [], 3
@@ -250,14 +252,20 @@ class SkipHistory(History):
     train_acc: list = field(default_factory=list)
 
 
-def random_shift(X, max_shift: int, gen: torch.Generator) -> torch.Tensor:
-    """The augmentation of Table 4.4 (after Zagoruyko & Komodakis 2016): zero-pad the images ``X``
+def random_shift(X, max_shift: int, gen: torch.Generator, fill: str = "zeros") -> torch.Tensor:
+    """The augmentation of Table 4.4 (after Zagoruyko & Komodakis 2016): pad the images ``X``
     ``(n, C, H, W)`` by ``max_shift`` pixels on each side and crop a random ``H x W`` window from each.
+    ``fill``: ``"zeros"`` (the miniature's, ours) or ``"reflect"`` (Zagoruyko & Komodakis' "filling missing
+    pixels with reflections of original image", the edge pixel not repeated; needs ``max_shift`` < ``H``, ``W``).
     (The thesis also flips CIFAR images horizontally; digits are not mirror-symmetric, so we do not.)"""
     X = V.tensor(X, "X", floating=True, ndim=4)
+    V.instance(gen, "gen", torch.Generator, "a torch.Generator")
     s = V.nonnegative_int(max_shift, "max_shift")
     n, C, H, W = X.shape
-    P = torch.nn.functional.pad(X, (s, s, s, s))
+    if V.choice(fill, "fill", ("zeros", "reflect")) == "reflect" and s >= min(H, W):
+        raise V.ArgumentValueError(f"max_shift must be smaller than the images' height and width ({H}, {W}) "
+                                   f"for fill='reflect', got {s}")
+    P = torch.nn.functional.pad(X, (s, s, s, s)) if fill == "zeros" else torch.nn.functional.pad(X, (s, s, s, s), mode="reflect")
     dy, dx = torch.randint(0, 2 * s + 1, (2, n), generator=gen)
     rows, cols = dy[:, None] + torch.arange(H), dx[:, None] + torch.arange(W)
     return P[torch.arange(n)[:, None, None, None], torch.arange(C)[None, :, None, None], rows[:, None, :, None],
@@ -548,6 +556,9 @@ class SkipDenseNet(_SkipBase):
             raise V.ArgumentValueError(f"in_shape must be (channels, height, width), got {in_shape}")
         n_out, growth = V.positive_int(n_out, "n_out"), V.positive_int(growth, "growth")
         blocks = [V.positive_int(b, "blocks[i]") for b in V.sequence(blocks, "blocks", min_len=1)]
+        if min(in_shape[1:]) < 2 ** (len(blocks) - 1):
+            raise V.ArgumentValueError(f"in_shape must be at least 2**(len(blocks) - 1) = {2 ** (len(blocks) - 1)} pixels "
+                                       f"high and wide (each of the {len(blocks) - 1} transitions halves them), got {in_shape}")
         gen = torch.Generator().manual_seed(V.seed(seed))
         self.act, self.gamma = V.choice(activation, "activation", ACTIVATIONS), V.positive(gamma, "gamma")
         self.in_shape = in_shape
@@ -619,11 +630,18 @@ def paper_model(arch: str, in_shape, n_out: int, seed: int, n_skip: int, activat
 
 def flip_crop(X, gen: torch.Generator, pad: int = 4, p_flip: float = 0.5) -> torch.Tensor:
     """The C-10+ augmentation of Tables 4.4 and 4.5 (Zagoruyko & Komodakis 2016, as the thesis' App. 4.6.1
-    cites it): each image of ``X`` ``(n, C, H, W)`` zero-padded by ``pad`` pixels, a random ``H x W`` crop
-    (:func:`random_shift`), then mirrored left-right with probability ``p_flip``; all draws from ``gen``."""
+    cites it): each image of ``X`` ``(n, C, H, W)`` padded by ``pad`` pixels on each side with reflections of
+    the image (their "filling missing pixels with reflections of original image"; the thesis itself says only
+    "4 pixel padding"), a random ``H x W`` crop (:func:`random_shift`), then mirrored left-right with
+    probability ``p_flip``; all draws from ``gen``. ``pad`` must be smaller than ``H`` and ``W``."""
     X = V.tensor(X, "X", floating=True, ndim=4)
+    V.instance(gen, "gen", torch.Generator, "a torch.Generator")
     p_flip = V.fraction(p_flip, "p_flip", high_open=False)
-    out = random_shift(X, V.nonnegative_int(pad, "pad"), gen)
+    pad = V.nonnegative_int(pad, "pad")
+    if pad >= min(X.shape[2], X.shape[3]):
+        raise V.ArgumentValueError(f"pad must be smaller than the images' height and width {tuple(X.shape[2:])} "
+                                   f"(reflection padding), got {pad}")
+    out = random_shift(X, pad, gen, fill="reflect")
     flip = (torch.rand(X.shape[0], generator=gen) < p_flip).to(X.device)
     return torch.where(flip[:, None, None, None], out.flip(3), out)
 
@@ -631,22 +649,112 @@ def flip_crop(X, gen: torch.Generator, pad: int = 4, p_flip: float = 0.5) -> tor
 VARIANTS = ("orig", "skip-rand", "skip-SGD")
 
 
+def paper_rows_dir(chapter: str):
+    """Where :func:`run_table_row` keeps the rows of Tables 4.2-4.5 as each one finishes (``save_dir``), so
+    that a crash, a session limit or a cell time-out loses at most the row in progress and a re-run loads
+    the finished ones instead of training them again: ``results/<chapter>/paper_rows/`` in a real paper-scale
+    run; in a paper-smoke run a fresh temporary folder, removed at exit (the code path runs, nothing is kept:
+    a smoke run's numbers are no result); ``None`` at the quick and full scales (no paper rows run there)."""
+    import atexit
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from lib.results import results_path
+    from lib.scale import current_scale, paper_smoke
+
+    path = results_path(chapter, "paper")  # checks the chapter key
+    if current_scale() != "paper":
+        return None
+    if paper_smoke():
+        tmp = tempfile.mkdtemp(prefix="paper_rows_smoke_")
+        atexit.register(shutil.rmtree, tmp, True)
+        return Path(tmp)
+    return path.parent / "paper_rows"
+
+
+def _row_file(save_dir, arch, variant, activation, augment):
+    from pathlib import Path
+
+    V.instance(save_dir, "save_dir", (str, Path), "a folder (str or pathlib.Path) or None")
+    return Path(save_dir) / f"{arch}_{variant}_{activation}_{'c10plus' if augment else 'plain'}.json"
+
+
+def _save_row(path, record: dict) -> None:
+    """``record`` as JSON at ``path``, atomically (a temporary file in the same folder, then renamed)."""
+    import json
+    import os
+    import tempfile
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.chmod(tmp, 0o644)
+        with os.fdopen(fd, "w") as fh:
+            json.dump(record, fh, indent=1, sort_keys=True)
+            fh.write("\n")
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
 def run_table_row(arch: str, activation: str, variant: str, X, y, X_test, y_test, seeds, epochs: int, lr: float,
-                  batch_size: int, augment: bool = False, momentum: float = 0.9, chunk: int = 256) -> dict:
+                  batch_size: int, augment: bool = False, momentum: float = 0.9, chunk: int = 256,
+                  save_dir=None) -> dict:
     """One cell group of Tables 4.2-4.5: ``arch`` (:func:`paper_model`) with ``activation``, trained and
-    evaluated once per seed (each seed draws the weights, the skip neurons and the batch order). ``variant``:
+    evaluated once per seed (ours: each seed draws the weights, the skip neurons and the batch order; the
+    thesis' ± is "over 8 random choices of the subset of N neurons"). ``variant``:
     ``orig`` (no skip neurons; only the first seed: the thesis gives one number), ``skip-SGD`` (``N = len(X)``
     skip neurons, every weight trained) or ``skip-rand`` (the same skip model, only the weights into the
-    outputs trained on its frozen random features: U is frozen and batch norm keeps its initial statistics).
+    outputs trained on its frozen random features: U is frozen and batch norm keeps its initial statistics;
+    ours: the same lr, epochs and schedule as skip-SGD, the thesis gives none for it).
     Training: :func:`train_sgd` (SGD + Nesterov ``momentum``, lr divided by 10 at 50 % and 75 % of ``epochs``,
     §4.4) on ``X``, with the C-10+ augmentation :func:`flip_crop` if ``augment``. Models are built on the CPU
     and trained on ``X``'s device. Returns per-seed arrays ``train`` (accuracy on the un-augmented ``X``) and
     ``test`` (on ``X_test``), ``seeds`` and ``diverged``: a seed whose loss became NaN/inf is recorded with NaN
-    accuracies and the run goes on (one diverged seed must not end a paper run of days)."""
+    accuracies and the run goes on (one diverged seed must not end a paper run of days). Every argument is
+    checked before the first training (a bad test set must not surface after hours of it).
+    ``save_dir`` (a folder, e.g. :func:`paper_rows_dir`'s; ``None``: keep nothing): the finished row is saved
+    there as JSON (with its settings and provenance) at once, and a later call with the same row and
+    settings returns the saved row without training; a saved row of other settings is an error (delete its
+    file to run it again)."""
+    V.choice(arch, "arch", PAPER_ARCHS)
+    V.choice(activation, "activation", ACTIVATIONS)
     V.choice(variant, "variant", VARIANTS)
     X, X_test = V.tensor(X, "X", floating=True, ndim=4), V.tensor(X_test, "X_test", floating=True, ndim=4)
+    if X_test.shape[1:] != X.shape[1:]:
+        raise V.ArgumentValueError(f"X_test must hold images of X's shape {tuple(X.shape[1:])}, got {tuple(X_test.shape[1:])}")
+    V.labels(V.tensor(y, "y", floating=False, ndim=1), "y", 10, n=X.shape[0], rows_of="X")
+    V.labels(V.tensor(y_test, "y_test", floating=False, ndim=1), "y_test", 10, n=X_test.shape[0], rows_of="X_test")
     seeds = [V.seed(s, "seeds[i]") for s in V.sequence(seeds, "seeds", min_len=1)]
+    epochs, batch_size = V.positive_int(epochs, "epochs"), V.positive_int(batch_size, "batch_size")
+    lr, momentum = V.positive(lr, "lr (the learning rate)"), V.fraction(momentum, "momentum")
+    augment, chunk = V.boolean(augment, "augment"), V.positive_int(chunk, "chunk")
     seeds = seeds[:1] if variant == "orig" else seeds
+    settings = {"arch": arch, "activation": activation, "variant": variant, "augment": augment, "seeds": seeds,
+                "epochs": epochs, "lr": lr, "batch_size": batch_size, "momentum": momentum,
+                "n_train": X.shape[0], "n_test": X_test.shape[0], "in_shape": list(X.shape[1:])}
+    path = None if save_dir is None else _row_file(save_dir, arch, variant, activation, augment)
+    if path is not None and path.exists():
+        import json
+
+        with open(path) as fh:
+            saved = json.load(fh)
+        if saved.get("settings") != settings:
+            raise V.ArgumentValueError(f"save_dir holds {path.name}, a row saved with other settings "
+                                       f"({saved.get('settings')}, now {settings}): delete it to run the row again")
+        print(f"  {path.name}: loaded the saved row (not trained again)", flush=True)
+        return {k: np.array([math.nan if v is None else v for v in saved["row"][k]]) if k in ("train", "test")
+                else np.array(saved["row"][k]) for k in ("train", "test", "seeds", "diverged")}
+    if path is not None:
+        from lib.results import require_clean_tree
+
+        require_clean_tree()  # at paper scale, before hours of training: the saved row names its commit
+    import time
+
+    t0 = time.perf_counter()
     out = {"train": [], "test": [], "seeds": seeds, "diverged": []}
     for s in seeds:
         model = paper_model(arch, tuple(X.shape[1:]), 10, s, 0 if variant == "orig" else X.shape[0], activation).to(X.device)
@@ -666,6 +774,11 @@ def run_table_row(arch: str, activation: str, variant: str, X, y, X_test, y_test
         model.eval()
         out["train"].append(float(accuracy(model, X, y, chunk)[0]))
         out["test"].append(float(accuracy(model, X_test, y_test, chunk)[0]))
+    if path is not None:
+        from lib.results import _to_jsonable, provenance
+
+        _save_row(path, {"settings": settings, "row": _to_jsonable(out),
+                         "provenance": provenance(seeds, time.perf_counter() - t0)})
     return {k: np.array(v) for k, v in out.items()}
 
 
@@ -754,6 +867,12 @@ def table_markdown(table: str, results: dict, archs) -> tuple:
     "not run" where ``results``, keyed like :func:`table_runs`, has no entry; "—" where the thesis has none)."""
     spec, lines = _table_lines(table, archs)
     V.instance(results, "results", dict, "a dict")
+    need = sorted({what for _, what, _ in spec["columns"]})  # Table 4.2 prints test accuracies only
+    for key, run in results.items():
+        V.instance(run, f"results[{key!r}]", dict, "a dict (a run_table_row result)")
+        if not set(need) <= set(run):
+            raise V.ArgumentValueError(f"results[{key!r}] must have the keys {need} for Table {table} (a run_table_row "
+                                       f"result), got {sorted(run)}")
     header = ["model"] + [f"{act} {'C-10+ ' if aug else ''}{what} % (ours / thesis)" for act, what, aug in spec["columns"]]
     rows = []
     for (arch, variant), vals in lines:

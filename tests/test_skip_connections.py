@@ -1,5 +1,6 @@
 """Tests of lib.skip_connections against independent computations (chapter 10, part C; thesis Ch. 4)."""
 
+import json
 import math
 
 import numpy as np
@@ -1072,6 +1073,13 @@ def test_densenet_errors_name_the_argument():
         SK.SkipDenseNet((1, 8, 8), 2, 0, 769, growth=2, blocks=(1,))  # (4 + 8) x 64
     with pytest.raises(ValueError, match="^activation must be one of"):
         SK.SkipDenseNet((1, 8, 8), 2, 0, 1, "tanh", growth=2, blocks=(1,))
+    # three transitions halve the image three times: 8 x 8 is the least, 4 x 4 failed only in the forward
+    with pytest.raises(ValueError, match=r"^in_shape must be at least 2\*\*\(len\(blocks\) - 1\) = 8 pixels high and "
+                                         r"wide \(each of the 3 transitions halves them\), got \(3, 8, 4\)$"):
+        SK.SkipDenseNet((3, 8, 4), 10, 0, 1, growth=2, blocks=(1, 1, 1, 1))
+    m = SK.SkipDenseNet((3, 8, 8), 10, 0, 1, growth=2, blocks=(1, 1, 1, 1)).eval()
+    assert m(torch.zeros(2, 3, 8, 8)).shape == (1, 2, 10)  # the least size runs
+    SK.SkipDenseNet((1, 1, 1), 2, 0, 1, growth=2, blocks=(1,))  # one block: no transition, any size
 
 
 def test_paper_model_builds_each_architecture():
@@ -1091,19 +1099,19 @@ def test_paper_model_builds_each_architecture():
 
 def test_flip_crop_is_a_padded_crop_mirrored_with_probability_p():
     g = torch.Generator().manual_seed(0)
-    X = torch.rand(300, 1, 5, 6, generator=g, dtype=torch.float64) + 1.0
-    assert torch.equal(SK.flip_crop(X, g, pad=0, p_flip=1.0), X.flip(3))
+    X = torch.rand(300, 1, 10, 12, generator=g, dtype=torch.float64) + 1.0  # wide enough that no mirrored crop of a
+    assert torch.equal(SK.flip_crop(X, g, pad=0, p_flip=1.0), X.flip(3))      # reflected image is an unmirrored one
     assert torch.equal(SK.flip_crop(X, g, pad=0, p_flip=0.0), X)
     # p_flip = 0: exactly random_shift with the same generator state
     state = g.get_state()
     a = SK.flip_crop(X, g, pad=2, p_flip=0.0)
     g.set_state(state)
-    assert torch.equal(a, SK.random_shift(X, 2, g))
-    out = SK.flip_crop(X, g)  # the thesis' C-10+: pad 4, flip with p = 0.5
-    P = np.pad(X.numpy(), ((0, 0), (0, 0), (4, 4), (4, 4)))
+    assert torch.equal(a, SK.random_shift(X, 2, g, fill="reflect"))
+    out = SK.flip_crop(X, g)  # the thesis' C-10+: pad 4 (reflections, as Zagoruyko & Komodakis), flip with p = 0.5
+    P = np.pad(X.numpy(), ((0, 0), (0, 0), (4, 4), (4, 4)), mode="reflect")  # the edge pixel not repeated
     flips = 0
     for i in range(len(X)):
-        crops = [(P[i, :, r:r + 5, c:c + 6], f) for r in range(9) for c in range(9) for f in (False, True)]
+        crops = [(P[i, :, r:r + 10, c:c + 12], f) for r in range(9) for c in range(9) for f in (False, True)]
         hits = [f for crop, f in crops if np.array_equal(out[i].numpy(), crop[..., ::-1] if f else crop)]
         assert hits, i  # each output is one crop of its padded image, mirrored or not
         flips += hits[0] and not (False in hits)
@@ -1112,6 +1120,30 @@ def test_flip_crop_is_a_padded_crop_mirrored_with_probability_p():
         SK.flip_crop(X, g, p_flip=1.5)
     with pytest.raises(ValueError, match="^pad must be"):
         SK.flip_crop(X, g, pad=-1)
+    with pytest.raises(ValueError, match=r"^pad must be smaller than the images' height and width \(5, 6\) "
+                                         r"\(reflection padding\), got 5$"):
+        SK.flip_crop(X[:, :, :5, :6], g, pad=5)
+    assert SK.flip_crop(X[:, :, :5, :6], g, pad=4).shape == (300, 1, 5, 6)  # the largest pad
+    for bad in (None, 3):  # None would draw from torch's global generator: not reproducible
+        with pytest.raises(TypeError, match="^gen must be a torch.Generator"):
+            SK.flip_crop(X, bad)
+
+
+def test_random_shift_reflect_fills_with_reflections():
+    X = torch.arange(9.0).reshape(1, 1, 3, 3)
+    g = torch.Generator().manual_seed(0)
+    outs = {tuple(SK.random_shift(X, 1, g, fill="reflect").flatten().tolist()) for _ in range(200)}
+    P = np.array([[4, 3, 4, 5, 4], [1, 0, 1, 2, 1], [4, 3, 4, 5, 4], [7, 6, 7, 8, 7], [4, 3, 4, 5, 4]], dtype=float)
+    assert outs == {tuple(P[r:r + 3, c:c + 3].flatten()) for r in range(3) for c in range(3)}  # by hand
+    zeros = {tuple(SK.random_shift(X, 1, g).flatten().tolist()) for _ in range(200)}
+    assert (0.0, 0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 3.0, 4.0) in zeros  # the default still pads with zeros
+    with pytest.raises(ValueError, match="^fill must be one of"):
+        SK.random_shift(X, 1, g, fill="edge")
+    with pytest.raises(ValueError, match=r"^max_shift must be smaller than the images' height and width \(3, 3\) "
+                                         r"for fill='reflect', got 3$"):
+        SK.random_shift(X, 3, g, fill="reflect")
+    with pytest.raises(TypeError, match="^gen must be a torch.Generator"):
+        SK.random_shift(X, 1, None)
 
 
 def test_run_table_row_trains_each_seed_as_its_variant(monkeypatch):
@@ -1151,6 +1183,86 @@ def test_run_table_row_trains_each_seed_as_its_variant(monkeypatch):
         SK.run_table_row("cnn13", "sigmoid", "skip", X, y, Xt, yt, [0], 1, 0.01, 5)
     with pytest.raises(ValueError, match="^seeds must"):
         SK.run_table_row("cnn13", "sigmoid", "orig", X, y, Xt, yt, [], 1, 0.01, 5)
+
+
+def test_run_table_row_checks_every_argument_before_training(monkeypatch):
+    g = torch.Generator().manual_seed(0)
+    X, y = torch.rand(4, 3, 32, 32, generator=g), torch.arange(4)
+    ok = dict(arch="vgg11", activation="sigmoid", variant="skip-SGD", X=X, y=y, X_test=X, y_test=y, seeds=[0],
+              epochs=1, lr=0.01, batch_size=2)
+
+    def no_training(*a, **kw):
+        raise AssertionError("trained before the bad argument was found")
+
+    monkeypatch.setattr(SK, "train_sgd", no_training)
+    for bad, err, msg in (
+            (dict(X_test=torch.rand(4, 3, 28, 28)), ValueError,
+             r"^X_test must hold images of X's shape \(3, 32, 32\), got \(3, 28, 28\)$"),
+            (dict(X_test=torch.rand(4, 3, 32)), ValueError, "^X_test must"),
+            (dict(y_test=y[:2]), ValueError, r"^y_test must be one label per row of X_test \(4 rows\)"),
+            (dict(y_test=y + 8), ValueError, r"^y_test must be class indices >= 0 and < 10"),
+            (dict(y=y[:3]), ValueError, r"^y must be one label per row of X \(4 rows\)"),
+            (dict(y=-y), ValueError, "^y must be class indices"),
+            (dict(y_test=y.reshape(2, 2)), ValueError, "^y_test must"),
+            (dict(chunk=0), ValueError, "^chunk must be"),
+            (dict(augment="yes"), TypeError, "^augment must be a bool"),
+            (dict(augment=1), TypeError, "^augment must be a bool"),
+            (dict(epochs=0), ValueError, "^epochs must be"),
+            (dict(batch_size=0), ValueError, "^batch_size must be"),
+            (dict(lr=0.0), ValueError, r"^lr \(the learning rate\) must be"),
+            (dict(momentum=1.0), ValueError, "^momentum must be"),
+            (dict(arch="resnet"), ValueError, "^arch must be one of"),
+            (dict(activation="relu"), ValueError, "^activation must be one of"),
+            (dict(save_dir=3), TypeError, "^save_dir must be a folder")):
+        with pytest.raises(err, match=msg):
+            SK.run_table_row(**{**ok, **bad})
+
+
+def test_run_table_row_saves_each_row_and_a_rerun_loads_it(monkeypatch, tmp_path):
+    g = torch.Generator().manual_seed(0)
+    X, y = torch.rand(6, 1, 28, 28, generator=g), torch.arange(6) % 10
+    Xt, yt = torch.rand(5, 1, 28, 28, generator=g), torch.arange(5) % 10
+    args = ("cnn13", "softplus", "skip-SGD", X, y, Xt, yt, [3, 4], 1, 0.01, 3)
+    first = SK.run_table_row(*args, augment=True, save_dir=tmp_path)
+    path = tmp_path / "cnn13_skip-SGD_softplus_c10plus.json"
+    assert [p.name for p in tmp_path.iterdir()] == [path.name]  # the row, nothing half-written beside it
+    rec = json.loads(path.read_text())
+    assert rec["settings"]["seeds"] == [3, 4] and rec["settings"]["n_train"] == 6 and rec["settings"]["augment"] is True
+    assert rec["provenance"]["seeds"] == [3, 4] and "git_commit" in rec["provenance"]
+    assert first["test"].tolist() == SK.run_table_row(*args, augment=True)["test"].tolist()  # saving changes nothing
+
+    monkeypatch.setattr(SK, "train_sgd", lambda *a, **kw: (_ for _ in ()).throw(AssertionError("trained again")))
+    again = SK.run_table_row(*args, augment=True, save_dir=str(tmp_path))  # loaded, not trained
+    assert set(again) == set(first)
+    for k in first:
+        assert again[k].dtype == first[k].dtype and again[k].tolist() == first[k].tolist(), k
+    with pytest.raises(AssertionError, match="trained again"):  # another row (no augmentation): trained
+        SK.run_table_row(*args, save_dir=tmp_path)
+    with pytest.raises(ValueError, match=r"^save_dir holds cnn13_skip-SGD_softplus_c10plus.json, a row saved with "
+                                         r"other settings .*delete it to run the row again$"):
+        SK.run_table_row(*args[:8], 2, *args[9:], augment=True, save_dir=tmp_path)  # 2 epochs, not 1
+    # a diverged seed is saved as NaN (JSON null) and loaded as NaN
+    rec["row"]["test"], rec["row"]["diverged"] = [None, 0.4], [True, False]
+    path.write_text(json.dumps(rec))
+    back = SK.run_table_row(*args, augment=True, save_dir=tmp_path)
+    assert np.isnan(back["test"][0]) and back["test"][1] == 0.4 and back["diverged"].tolist() == [True, False]
+
+
+def test_paper_rows_dir_only_keeps_rows_of_a_real_paper_run(monkeypatch):
+    from lib.results import RESULTS_DIR
+
+    chapter = "optimization_landscape_skip_connections"
+    monkeypatch.delenv("REPRO_PAPER_SMOKE", raising=False)
+    for scale in ("quick", "full"):
+        monkeypatch.setenv("REPRO_SCALE", scale)
+        assert SK.paper_rows_dir(chapter) is None
+    monkeypatch.setenv("REPRO_SCALE", "paper")
+    assert SK.paper_rows_dir(chapter) == RESULTS_DIR / chapter / "paper_rows"
+    monkeypatch.setenv("REPRO_PAPER_SMOKE", "1")
+    smoke = SK.paper_rows_dir(chapter)
+    assert smoke.is_dir() and not list(smoke.iterdir()) and RESULTS_DIR not in smoke.parents
+    with pytest.raises(ValueError, match="^chapter must be one of"):
+        SK.paper_rows_dir("no_such_chapter")
 
 
 def test_run_table_row_freezes_densenet_batch_norm_for_rand():
@@ -1209,3 +1321,9 @@ def test_table_markdown_sets_ours_beside_the_thesis():
     assert rows[2][2] == "60.00 ± 14.14 (1 of 3 diverged) / 99.14 ± 0.04" and rows[0][2] == "diverged / 99.20"
     with pytest.raises(ValueError, match="^results must be"):
         SK.table_markdown("4.2", [], ["cnn13"])
+    key = ("vgg11", "orig", "softplus", False)  # Table 4.3 prints train accuracies too: a bare KeyError before
+    with pytest.raises(ValueError, match=r"^results\[\('vgg11', 'orig', 'softplus', False\)\] must have the keys "
+                                         r"\['test', 'train'\] for Table 4.3 \(a run_table_row result\), got \['test'\]$"):
+        SK.table_markdown("4.3", {key: {"test": np.array([0.9])}}, ["vgg11"])
+    with pytest.raises(TypeError, match=r"^results\[\('vgg11', 'orig', 'softplus', False\)\] must be a dict"):
+        SK.table_markdown("4.3", {key: [0.9]}, ["vgg11"])
