@@ -376,6 +376,8 @@ def _specs():
     skm = lambda: lib["skip_connections"].SkipMLP([2, 4, 3, 3], [0, 1], 3)
     skc = lambda: lib["skip_connections"].SkipCNN((("conv", 2, 3, 1), ("pool",), ("fc", 3)), (1, 8, 8), 3, 0, 4)
     yt8 = lambda: torch.arange(8) % 3
+    X32 = lambda: torch.rand(4, 3, 32, 32, generator=torch.Generator().manual_seed(0))  # CIFAR's shape (Tables 4.3-4.5)
+    y4 = lambda: torch.arange(4) % 2
     LS, DRM = lib["landscape"], lib["decision_regions"]
     ls_X = lambda: LS.gaussian_points(3, 5, 0)           # rank X = N = 3 <= d = 5 (Thm 3.4.9)
     ls_y = lambda: np.array([0, 1, 1])
@@ -787,6 +789,23 @@ def _specs():
                                                             y_test=(yt8(), "labels"), sizes=([2, 3], "widths"), k=(1, NI))),
         ("skip_connections", "readout_descent", lambda: dict(model=(skm(), "model"), X=(Xt()[:3], A), y=(yt8()[:3], "labels"), k=(1, NI),
                                                               target=(0.01, RA), n_points=(3, C), seed=(0, SE))),  # 3 skip neurons, N = 3
+        # skip_connections: the paper path of Tables 4.2-4.5 (a VGG11 at CIFAR's shape takes ~2 s to initialise)
+        ("skip_connections", "SkipDenseNet", lambda: dict(in_shape=((3, 8, 8), "list"), n_out=(3, C), seed=(0, SE), n_skip=(4, NI),
+                                                           activation=("softplus", "choice"), gamma=(20.0, RA), growth=(2, C),
+                                                           blocks=((1, 1, 1, 1), "list"))),
+        ("skip_connections", "paper_model", lambda: dict(arch=("vgg11", "choice"), in_shape=((3, 32, 32), "list"), n_out=(10, C),
+                                                          seed=(0, SE), n_skip=(4, NI), activation=("sigmoid", "choice"))),
+        ("skip_connections", "flip_crop", lambda: dict(X=(Ximg(), A), gen=(torch.Generator().manual_seed(0), None), pad=(2, NI),
+                                                        p_flip=(0.5, "fraction"))),
+        ("skip_connections", "table_runs", lambda: dict(table=("4.3", "choice"), archs=(("vgg11", "densenet121"), "list"),
+                                                         activations=(("softplus",), "list"))),
+        ("skip_connections", "table_markdown", lambda: dict(table=("4.3", "choice"), results=({}, "dict"), archs=(("vgg11",), "list"))),
+        ("skip_connections", "run_table_row", lambda: dict(arch=("vgg11", "choice"), activation=("softplus", "choice"),
+                                                            variant=("skip-SGD", "choice"), X=(X32(), A), y=(y4(), "labels"),
+                                                            X_test=(X32(), A), y_test=(y4(), "labels"), seeds=([0], "list"),
+                                                            epochs=(1, C), lr=(0.01, RA), batch_size=(4, C), augment=(False, None),
+                                                            momentum=(0.9, "fraction"), chunk=(4, C), save_dir=(None, None))),
+        ("skip_connections", "paper_rows_dir", lambda: dict(chapter=("optimization_landscape_skip_connections", "str"))),
         # network_comparison (chapter 08, comparisons)
         *_network_comparison_specs(lib["network_comparison"], C, SE, RA, A),
         # data

@@ -29,7 +29,8 @@ TRAINING = {"train_boolean_nets", "prune_and_finetune", "xor1d_local_optima", "c
             "train_linear_student", "gd_linear", "train_hard_label_student", "recover", "identifiable_network",
             "train_full_batch", "train_minibatch", "wide_pruning_cell", "wide_pruning_table", "fit_masked",
             "deep_prune", "train_cnn", "channel_prune", "train_sgd", "train_normalized_gd", "train_multiexit",
-            "train_mae", "time_inference", "digits_protocol", "make_mnist1d", "load_digits_split"}
+            "train_mae", "time_inference", "digits_protocol", "make_mnist1d", "load_digits_split",
+            "run_table_row", "paper_model"}
 
 text = st.text(max_size=3)
 nan_inf = st.sampled_from([math.nan, math.inf, -math.inf])
