@@ -298,6 +298,8 @@ def standardise_channels(split, shape=PAPER_SHAPE):
         if X[0].numel() != c * h * w:
             raise V.ArgumentValueError(f"split.{name} must hold images of shape {(c, h, w)}, got rows of "
                                        f"{X[0].numel()} values")
+        y = name.replace("X", "y")
+        V.labels(getattr(split, y), f"split.{y}", N_CLASSES, n=X.shape[0], rows_of=f"split.{name}")
         parts.append(X.reshape(-1, c, h * w).double())
     mean = parts[0].mean((0, 2), keepdim=True)
     std = parts[0].std((0, 2), keepdim=True)
@@ -326,6 +328,9 @@ def paper_zoo(dataset: str, epochs: int = 15, seed: int = 0, copies: int = 2, pr
     with ``split`` = :func:`paper_split` ``(dataset)`` and ``zoo`` = :func:`train_zoo` on it with the
     thesis' protocol (§6.1: batch 32, ``epochs`` 15, SGD and AdamW) for 3x32x32 inputs. Chapter 08's
     paper path (both of its image-network sections call it)."""
+    # the arguments are checked before the download and the resizing (review s6-08, finding 9a)
+    V.choice(dataset, "dataset", PAPER_DATASETS)
+    epochs, seed, copies = V.positive_int(epochs, "epochs"), V.seed(seed), V.positive_int(copies, "copies")
     split = paper_split(dataset)
     return split, train_zoo(split, epochs, seed, copies=copies, progress=progress, shape=PAPER_SHAPE)
 
@@ -580,7 +585,8 @@ def plane_keys(net: nn.Module, origin, e1, e2, coords, chunk: int = 256) -> np.n
 def gradient_spectrum(J, n_vectors: int = 1) -> tuple[np.ndarray, np.ndarray]:
     """:func:`gradient_covariance` for many pixels: the eigenvalues of ``C_j = (1/N) J_j^T J_j`` from the
     singular values of ``J_j / sqrt(N)`` (``J`` ``(N, n_out, d)``), without forming the ``d x d``
-    matrices (at 3,072 pixels ten of them take 750 MB and an hour of ``eigh`` on one core).
+    matrices (at 3,072 pixels ten of them take 755 MB, and their ``eigh`` about a minute per net on one core: an
+    estimate from 0.73 s for one 1,536 x 1,536 ``eigh`` and n^3 scaling, review s6-08 finding 14).
 
     Returns the ``min(N, d)`` largest eigenvalues ``(n_out, min(N, d))`` in decreasing order (the others
     are 0) and the eigenvectors of the ``n_vectors`` largest ``(n_out, d, n_vectors)``, signed as

@@ -199,13 +199,13 @@ def mapped_coefficients(C_source_train, C_source_test, C_target_train, rcond: fl
     so that the ``(d+1) x (d+1)`` maps are never formed: at 3,072 pixels (chapter 08's paper path,
     Figs. 7.8/7.9 on MNIST and CIFAR-10) ten of them take 750 MB per pair of nets. The shapes are those
     of :func:`affine_map`'s arguments (``(n_out, N_train, d+1)`` and ``(n_out, N_test, d+1)``); returns
-    ``(n_out, N_test, d+1)``. ``C_target_train`` may also be a list of several targets' matrices (one
+    ``(n_out, N_test, d+1)``. ``C_target_train`` may also be a list (or tuple) of several targets' matrices (one
     pseudo-inverse for all, and no stacked copy of them): the result is then the list of their mapped
     coefficients, in that order. Computed on :func:`lib.scale.current_device` (a GPU at paper scale where
     there is one), returned as numpy arrays."""
     A = _coefficients(C_source_train, "C_source_train")
     T = _coefficients(C_source_test, "C_source_test")
-    many = isinstance(C_target_train, list)
+    many = isinstance(C_target_train, (list, tuple))
     targets = C_target_train if many else [C_target_train]
     if not targets:
         raise V.ArgumentValueError("C_target_train must not be an empty list")

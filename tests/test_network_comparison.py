@@ -671,3 +671,44 @@ def test_cka_matrix_equals_mean_cka_pair_by_pair():
 def test_cka_matrix_bad_input(call, match):
     with pytest.raises(ValueError, match=match):
         call()
+
+
+# --- review s6-08, finding 12: the digits path's identities that test the Jacobians, at the paper's shapes
+
+def _paper_coefficients(arch, seed, X):
+    import torch  # noqa: F401  (lib.image_nets needs it)
+
+    from lib import image_nets as I
+
+    net = I.make_net(arch, seed, I.PAPER_SHAPE)
+    return net, NC.coefficient_matrices(*I.local_coefficients(net, X))
+
+
+def test_paper_linear_net_k1_centres_are_its_weights_and_bias():
+    from torch import nn
+
+    X = np.random.default_rng(5).normal(size=(20, 3072))
+    net, C = _paper_coefficients("linear", 9, X)
+    lin = [m for m in net.modules() if isinstance(m, nn.Linear)]
+    assert len(lin) == 1
+    Wb = np.concatenate([lin[0].weight.detach().double().numpy(), lin[0].bias.detach().double().numpy()[:, None]], 1)
+    assert C.shape == (10, 20, 3073)
+    centres = NC.compress(C[:, :12], C[:, 12:], k=1)
+    assert np.abs(centres - Wb[:, None, :]).max() <= 1e-9 * np.abs(Wb).max()
+
+
+def test_paper_cka_is_nan_exactly_where_a_linear_net_is_involved():
+    X = np.random.default_rng(6).normal(size=(12, 3072))
+    Cs = [_paper_coefficients(a, s, X)[1] for a, s in [("linear", 1), ("dense", 2), ("linear", 3), ("simple", 4)]]
+    S = NC.cka_matrix(Cs)
+    lin = np.array([True, False, True, False])
+    assert (np.isnan(S) == (lin[:, None] | lin[None, :])).all()
+    assert np.abs(np.diag(S)[~lin] - 1).max() < 1e-12
+
+
+def test_mapped_coefficients_takes_a_tuple_of_targets():
+    rng = np.random.default_rng(13)
+    A, T = rng.normal(size=(2, 9, 5)), rng.normal(size=(2, 4, 5))
+    Bs = (rng.normal(size=(2, 9, 5)), rng.normal(size=(2, 9, 5)))
+    out = NC.mapped_coefficients(A, T, Bs)
+    assert isinstance(out, list) and all(np.abs(o - NC.mapped_coefficients(A, T, B)).max() < 1e-12 for o, B in zip(out, Bs))
