@@ -287,6 +287,10 @@ def _image_nets_specs(IN, C, SE, A):
         ("image_nets", "gradient_spectrum", lambda: dict(J=(np.random.default_rng(0).normal(size=(4, 3, 5)), A), n_vectors=(2, C))),
         ("image_nets", "input_width", lambda: dict(net=(net("simple"), "model"))),
         ("image_nets", "anchor_plane", lambda: dict(X=(X(), A), margin=(0.15, "nonneg"))),
+        ("image_nets", "paper_images", lambda: dict(X=(torch.rand(3, 28, 28, generator=g()), A))),
+        ("image_nets", "standardise_channels", lambda: dict(split=(DataSplit(torch.rand(6, 3, 8, 8, generator=g()), torch.arange(6) % 3,
+                                                                            torch.rand(2, 3, 8, 8, generator=g()), torch.arange(2), "toy"),
+                                                                  "model"), shape=((3, 8, 8), "list"))),
         ("image_nets", "plane_keys", lambda: dict(net=(net(), "model"), origin=(v(0), A), e1=(v(1), A), e2=(v(2), A),
                                                    coords=(np.ones((3, 2)), A), chunk=(2, C))),
     ]
@@ -1091,6 +1095,7 @@ _DEVICE_STEP = ("a builder of one training step as a device program (issue 36, l
                 "must not check values, since a check reads them back to the host inside a CUDA graph")
 NOT_SWEPT = {
     "data.fetch": _NETWORK, "data.load_online": _NETWORK, "multiexit.cifar100_protocol": _NETWORK,
+    "image_nets.paper_split": _NETWORK, "image_nets.paper_zoo": _NETWORK,
     "mae.load_imdb_sentences": _NETWORK,
     **{name: _DEVICE_STEP for name in ("multiexit.multiexit_step", "mae.sequence_step", "teacher_student.deep_step")},
     "data.md5sum": "the checksum of a file the network loader has just written (the loader is network-only)",
