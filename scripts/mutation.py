@@ -3,6 +3,7 @@
     bash scripts/mutation.sh lib/distill.py     # run mutmut on lib/distill.py, update results/mutation.json
     python scripts/mutation.py --check           # which records are missing or stale (CI prints this)
     python scripts/mutation.py --judge NAME "why it is equivalent"   # record a survivor as equivalent
+    python scripts/mutation.py --gpu-only NAME "what a GPU run would show"   # a survivor only a GPU can tell apart
 
 A mutant is a one-token change of the module (``<`` for ``<=``, ``1`` for ``0``, a dropped argument...);
 the module's unit tests *kill* it when one of them fails. ``results/mutation.json`` keeps, per module,
@@ -143,6 +144,23 @@ def judge(record: dict, mutant: str, reason: str) -> dict:
     return record
 
 
+def mark_gpu_only(record: dict, mutant: str, reason: str) -> dict:
+    """Record that a mutant only a GPU run could tell apart (a device argument dropped, a CUDA generator
+    not forked...) is such a one (issue 37): it stays surviving, counted against the score, and is listed
+    apart under the module's ``gpu_only`` with ``reason``; a mutant judged equivalent before moves back."""
+    module = mutant.split(".")[1] if mutant.startswith("lib.") else None
+    entry = record.get(module)
+    if entry is None or (mutant not in entry["surviving"] and mutant not in entry["equivalent"]):
+        raise ValueError(f"{mutant!r} is not a surviving mutant of a recorded module")
+    if not reason.strip():
+        raise ValueError("say what only a GPU run would show")
+    if entry["equivalent"].pop(mutant, None) is not None:
+        entry["surviving"] = sorted(entry["surviving"] + [mutant])
+    entry.setdefault("gpu_only", {})[mutant] = reason.strip()
+    entry["score"] = _score(entry)
+    return record
+
+
 def run_module(path: str, max_children: int) -> dict:
     """Run mutmut on one module and return its new record entry (the old equivalent judgements kept)."""
     module = module_name(path)
@@ -156,8 +174,12 @@ def run_module(path: str, max_children: int) -> dict:
     statuses = parse_results(text, module)
     if not statuses:
         raise RuntimeError(f"mutmut reported no mutants of {path}")
-    old = load_record().get(module, {}).get("equivalent", {})
+    previous = load_record().get(module, {})
+    old = {name: why for name, why in previous.get("equivalent", {}).items() if name not in previous.get("gpu_only", {})}
     entry = summarise(statuses, old)
+    gpu_only = {name: why for name, why in previous.get("gpu_only", {}).items() if statuses.get(name) == "survived"}
+    if gpu_only:
+        entry["gpu_only"] = gpu_only
     for name in sorted(set(old) - set(entry["equivalent"])):
         print(f"dropped equivalent judgement of {name} (status now {statuses.get(name, 'gone')})")
     from importlib.metadata import version
@@ -174,7 +196,15 @@ def main(argv=None) -> int:
     parser.add_argument("--check", action="store_true", help="report missing, stale or low records and exit 0")
     parser.add_argument("--max-children", type=int, default=2, help="parallel mutant runs (cores)")
     parser.add_argument("--judge", nargs=2, metavar=("MUTANT", "REASON"), help="record a survivor as equivalent")
+    parser.add_argument("--gpu-only", nargs=2, metavar=("MUTANT", "REASON"),
+                        help="record a survivor that only a GPU run could tell apart (it stays surviving)")
     args = parser.parse_args(argv)
+    if args.gpu_only:
+        record = mark_gpu_only(load_record(), *args.gpu_only)
+        save_record(record)
+        print(f"{args.gpu_only[0]} recorded as GPU-only (surviving); score "
+              f"{record[args.gpu_only[0].split('.')[1]]['score']:.1%}")
+        return 0
     if args.judge:
         record = judge(load_record(), *args.judge)
         save_record(record)

@@ -78,6 +78,24 @@ def test_judging_a_survivor_moves_it_and_rescores():
         mutation.judge(record, "lib.scale.x_f__mutmut_1", "  ")
 
 
+def test_a_gpu_only_mutant_stays_surviving_and_is_listed_apart():
+    """Issue 37: a mutant only a GPU run could tell apart is not equivalent: it counts against the score,
+    also when it had been judged equivalent before."""
+    record = {"scale": {"mutants": 10, "killed": 8, "timeouts": 0, "surviving": ["lib.scale.x_f__mutmut_1"],
+                        "equivalent": {"lib.scale.x_f__mutmut_2": "a no-op on the CPU"}, "score": 8 / 9}}
+    mutation.mark_gpu_only(record, "lib.scale.x_f__mutmut_2", " .to(None) for .to(device) ")
+    assert record["scale"]["surviving"] == ["lib.scale.x_f__mutmut_1", "lib.scale.x_f__mutmut_2"]
+    assert record["scale"]["equivalent"] == {}
+    assert record["scale"]["gpu_only"] == {"lib.scale.x_f__mutmut_2": ".to(None) for .to(device)"}
+    assert record["scale"]["score"] == pytest.approx(0.8)
+    mutation.mark_gpu_only(record, "lib.scale.x_f__mutmut_1", "a CUDA generator not forked")
+    assert record["scale"]["score"] == pytest.approx(0.8) and len(record["scale"]["gpu_only"]) == 2
+    with pytest.raises(ValueError, match="not a surviving mutant"):
+        mutation.mark_gpu_only(record, "lib.scale.x_f__mutmut_9", "why")
+    with pytest.raises(ValueError, match="say what only a GPU"):
+        mutation.mark_gpu_only(record, "lib.scale.x_f__mutmut_1", " ")
+
+
 def test_record_round_trips_in_the_on_disk_layout(tmp_path):
     path = tmp_path / "mutation.json"
     record = {"scale": {"score": 1.0}, "nets": {"score": 0.8}}
