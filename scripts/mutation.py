@@ -175,7 +175,7 @@ def run_module(path: str, max_children: int) -> dict:
     if not statuses:
         raise RuntimeError(f"mutmut reported no mutants of {path}")
     previous = load_record().get(module, {})
-    old = {name: why for name, why in previous.get("equivalent", {}).items() if name not in previous.get("gpu_only", {})}
+    old = previous.get("equivalent", {})  # disjoint from gpu_only: mark_gpu_only moves a mutant out of it
     entry = summarise(statuses, old)
     gpu_only = {name: why for name, why in previous.get("gpu_only", {}).items() if statuses.get(name) == "survived"}
     if gpu_only:

@@ -881,19 +881,24 @@ def test_bad_device_is_refused_before_any_training(monkeypatch):
         P.deep_prune(2, 3, 1, 1, 1, 2, 1, progress=False, device="gpu")
 
 
-def test_channel_prune_scores_on_a_subset_drawn_from_its_own_seed(monkeypatch):
-    """``score_samples`` picks its subset with ``seed``, whatever the global RNG's state: the same seed
-    scores on the same images, another seed on others."""
-    seen = []
-    real_evaluate = P.evaluate
+def _numbered_images_and_evaluate_spy(monkeypatch):
+    """12 one-channel 8x8 images, image i filled with the value i, their labels, and the list that
+    ``P.evaluate`` (spied on) appends each scored batch's image numbers to."""
+    seen, real = [], P.evaluate
 
     def spy(model, X, y, *args, **kwargs):
-        seen.append(X[:, 0, 0, 0].tolist())  # image i is filled with the value i
-        return real_evaluate(model, X, y, *args, **kwargs)
+        seen.append(X[:, 0, 0, 0].tolist())
+        return real(model, X, y, *args, **kwargs)
 
     monkeypatch.setattr(P, "evaluate", spy)
     X = torch.arange(12.0)[:, None, None, None].expand(12, 1, 8, 8).contiguous()
-    y = torch.arange(12) % 3
+    return X, torch.arange(12) % 3, seen
+
+
+def test_channel_prune_scores_on_a_subset_drawn_from_its_own_seed(monkeypatch):
+    """``score_samples`` picks its subset with ``seed``, whatever the global RNG's state: the same seed
+    scores on the same images, another seed on others."""
+    X, y, seen = _numbered_images_and_evaluate_spy(monkeypatch)
     subsets = []
     for global_seed, seed in ((1, 0), (2, 0), (1, 5)):
         torch.manual_seed(global_seed)
@@ -1159,15 +1164,7 @@ def test_train_cnn_takes_a_model_without_fc():
 
 
 def test_channel_prune_scores_on_every_image_in_order_when_score_samples_covers_them(monkeypatch):
-    seen, real = [], P.evaluate
-
-    def spy(model, X, y, *args, **kwargs):
-        seen.append(X[:, 0, 0, 0].tolist())  # image i is filled with the value i
-        return real(model, X, y, *args, **kwargs)
-
-    monkeypatch.setattr(P, "evaluate", spy)
-    X = torch.arange(12.0)[:, None, None, None].expand(12, 1, 8, 8).contiguous()
-    y = torch.arange(12) % 3
+    X, y, seen = _numbered_images_and_evaluate_spy(monkeypatch)
     P.channel_prune(P.PrunableCNN(1, 8, channels=2, classes=3, seed=0), X, y, X[:3], y[:3], finetune_epochs=0,
                     score_samples=12, progress=False)
     scored = [s for s in seen if len(s) == 12]
