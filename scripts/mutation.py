@@ -136,6 +136,8 @@ def judge(record: dict, mutant: str, reason: str) -> dict:
     entry = record.get(module)
     if entry is None or mutant not in entry["surviving"]:
         raise ValueError(f"{mutant!r} is not a surviving mutant of a recorded module")
+    if mutant in entry.get("gpu_only", {}):
+        raise ValueError(f"{mutant!r} is recorded as GPU-only: a GPU run can tell it apart, so it is not equivalent")
     if not reason.strip():
         raise ValueError("say why the mutant is equivalent")
     entry["surviving"].remove(mutant)

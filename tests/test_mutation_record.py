@@ -94,6 +94,8 @@ def test_a_gpu_only_mutant_stays_surviving_and_is_listed_apart():
         mutation.mark_gpu_only(record, "lib.scale.x_f__mutmut_9", "why")
     with pytest.raises(ValueError, match="say what only a GPU"):
         mutation.mark_gpu_only(record, "lib.scale.x_f__mutmut_1", " ")
+    with pytest.raises(ValueError, match="recorded as GPU-only"):
+        mutation.judge(record, "lib.scale.x_f__mutmut_1", "a no-op on the CPU")
 
 
 def test_record_round_trips_in_the_on_disk_layout(tmp_path):
