@@ -205,8 +205,9 @@ def test_the_guard_fails_on_a_host_sync(traceable):
 ], ids=["09 deep students (models)", "05 six-exit CNN (models)", "03 SequenceMAE (batch)", "07 ensemble (models)",
         "06 pruning CNN (batch)"])
 def test_operator_calls_per_step_do_not_grow_with_the_models_batched(make, small, large):
-    """The host's work per step (operator calls, torch.profiler) is the same for 1 model as for many (and for
-    chapter 03's one model, for a small batch as for a large one): batching costs the GPU, not the host."""
+    """The host's work per step (operator calls, torch.profiler) is the same for 1 model as for many (chapter 07's
+    ensemble: 1 net or 12) and, for chapters 03's and 06's one model, for a small batch as for a large one:
+    batching costs the GPU, not the host."""
     counts = []
     for kw in (small, large):
         step = make(**kw)
