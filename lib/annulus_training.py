@@ -71,8 +71,10 @@ class LeakEnsemble(BatchedMLP):
             raise ValueError(f"slopes (one leak per net) must lie in [0, 1), got {slopes.min()}..{slopes.max()}")
         self.register_buffer("slopes", torch.as_tensor(slopes, dtype=self.weights[0].dtype).view(-1, 1, 1))
 
+    device_program = False  # True while lib.train's device program trains it (issue 36): no per-batch finiteness check
+
     def forward(self, X: torch.Tensor) -> torch.Tensor:
-        V.tensor(X, "X", ndim=3, floating=True, nonempty=False)
+        V.tensor(X, "X", ndim=3, floating=True, nonempty=False, finite=not self.device_program)
         if X.shape[1] != self.n_models or X.shape[2] != self.widths[0]:
             raise ValueError(f"X must have shape (n, {self.n_models} nets, {self.widths[0]} inputs), "
                              f"got {tuple(X.shape)}")
@@ -94,7 +96,9 @@ def train_ball_vs_shell(X: torch.Tensor, y: torch.Tensor, slopes, bce, *, epochs
     per net; ``bce``: one bool per net, True for binary cross-entropy on the logit (softplus(-y f)),
     False for the squared error (f - y)^2 (§4.2.1's two losses); ``width``: hidden width, default d + 1
     (the minimal width of §4.1). Every net's loss is its own batch mean; their sum is minimised, so the
-    nets do not interact. ``seed`` orders the minibatches, ``net_seeds[m]`` initialises net m.
+    nets do not interact. ``seed`` orders the minibatches, ``net_seeds[m]`` initialises net m. On CUDA
+    :func:`lib.train.train_minibatch` runs the steps as a device program (issue 36) whose batch orders are drawn
+    on the device's generator: a CUDA run trains on other batches than a CPU run.
     Chapter 07 trains Tables 4.2-4.3 and, in its higher-dimensions section, Fig. 4.8 with it."""
     V.tensor(X, "X", ndim=3, floating=True)
     V.tensor(y, "y", shape=tuple(X.shape[:2]), floating=True, agree="X")
@@ -107,18 +111,24 @@ def train_ball_vs_shell(X: torch.Tensor, y: torch.Tensor, slopes, bce, *, epochs
     if bce.dtype != bool:
         raise ValueError(f"bce (one bool per net: BCE or MSE) must be an array of bools, got dtype {bce.dtype}")
     device = as_device(None)  # REPRO_DEVICE (CUDA at paper scale where there is one): the loss's mask lives there
-    is_bce = torch.tensor(bce, dtype=X.dtype, device=device)
+    loss_fn = _per_net_loss(torch.tensor(bce, dtype=X.dtype, device=device))
+    model = LeakEnsemble([d, width, 1], seeds=V.sequence(net_seeds, "net_seeds", min_len=1), slopes=slopes)
+    train_minibatch(model, X, y, loss_fn, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed,
+                    optimizer="adam", progress=False, device=device)
+    return model
+
+
+def _per_net_loss(is_bce: torch.Tensor):
+    """:func:`train_ball_vs_shell`'s loss: per net its batch mean of BCE on the logit (``is_bce`` 1) or of the
+    squared error (0); ``loss_fn(out (nets, batch), yb (batch, nets)) -> (nets,)``. (A function of its own so
+    that ``tests/test_paper_steps.py`` traces the same loss in chapter 07's device-program step.)"""
 
     def loss_fn(out, yb):                                        # out (nets, batch), yb (batch, nets)
         yb = yb.T
         mse = ((out - yb) ** 2).mean(1)
         bce_loss = torch.nn.functional.softplus(-yb * out).mean(1)   # BCE on logits for labels +-1
         return is_bce * bce_loss + (1 - is_bce) * mse
-
-    model = LeakEnsemble([d, width, 1], seeds=V.sequence(net_seeds, "net_seeds", min_len=1), slopes=slopes)
-    train_minibatch(model, X, y, loss_fn, epochs=epochs, batch_size=batch_size, lr=lr, seed=seed,
-                    optimizer="adam", progress=False, device=device)
-    return model
+    return loss_fn
 
 
 @torch.no_grad()

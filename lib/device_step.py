@@ -21,7 +21,10 @@ runs are bit-identical to before; a device program draws other random numbers th
 device's generator, in another order), so a CUDA run's numbers differ from a CPU run's beyond float
 rounding. ``eager`` runs the device program without graphs (the fall-back, and how the CPU tests run it).
 Used by :func:`lib.mae.train_mae` (chapter 03's SequenceMAE), :func:`lib.multiexit.train_multiexit`
-(chapter 05's multi-exit CNNs) and :func:`lib.teacher_student.train_deep` (chapter 09's deep students).
+(chapter 05's multi-exit CNNs), :func:`lib.teacher_student.train_deep` (chapter 09's deep students) and
+:func:`lib.train.train_minibatch` with :func:`lib.maxmargin.train_adam` (chapter 02's Table 3.1 CNN, chapter
+06's pruning CNNs through :func:`lib.pruning.train_cnn`, chapter 07's ensembles through
+:func:`lib.annulus_training.train_ball_vs_shell`).
 """
 
 from __future__ import annotations
@@ -88,17 +91,18 @@ def clip_by_norm(grads, max_norm: float) -> list:
 
 
 class DeviceAdam:
-    """Adam (``torch.optim.Adam``'s update: no weight decay, no amsgrad) whose state, the step count
-    included, lives in tensors on the parameters' device, so that an update launches the same kernels
-    every step and reads nothing back: capturable and traceable. ``update(grads)`` changes the
-    parameters in place."""
+    """Adam (``torch.optim.Adam``'s update: L2 ``weight_decay`` added to the gradient as ``torch.optim.Adam``
+    does, no amsgrad) whose state, the step count included, lives in tensors on the parameters' device, so
+    that an update launches the same kernels every step and reads nothing back: capturable and traceable.
+    ``update(grads)`` changes the parameters in place."""
 
-    def __init__(self, params, lr: float, betas=(0.9, 0.999), eps: float = 1e-8):
+    def __init__(self, params, lr: float, betas=(0.9, 0.999), eps: float = 1e-8, weight_decay: float = 0.0):
         self.params = list(params)
         if not self.params:
             raise V.ArgumentValueError("DeviceAdam needs at least one parameter")
         self.lr, self.eps = V.positive(lr, "lr"), V.positive(eps, "eps")
         self.b1, self.b2 = (V.real(b, "betas[i]", min=0.0, max=1.0, max_open=True) for b in betas)
+        self.wd = V.nonnegative(weight_decay, "weight_decay")
         self.m = [torch.zeros_like(p) for p in self.params]
         self.v = [torch.zeros_like(p) for p in self.params]
         self.t = torch.zeros((), device=self.params[0].device)
@@ -106,6 +110,8 @@ class DeviceAdam:
     @torch.no_grad()
     def update(self, grads) -> None:
         grads = [g.detach() for g in grads]
+        if self.wd:
+            grads = torch._foreach_add(grads, self.params, alpha=self.wd)
         self.t.add_(1.0)
         torch._foreach_lerp_(self.m, grads, 1 - self.b1)
         torch._foreach_mul_(self.v, self.b2)
@@ -153,13 +159,20 @@ class StepRunner:
     ``n`` that is not a multiple of ``chunk`` replays a second graph of one step (the same kernels on the same
     tensors); ``compile`` calls ``torch.compile(step, mode="reduce-overhead")``. Every step counts (warm-up
     steps are training steps); ``done`` counts them. :meth:`run` returns the last step's outputs (in ``graph``
-    mode a graph's static outputs, which its next replay overwrites: clone what you keep)."""
+    mode a graph's static outputs, which its next replay overwrites: clone what you keep).
 
-    def __init__(self, step, mode: str = "eager", chunk: int = 1, warmup: int = 3):
+    ``ahead`` (graph mode; default None: no limit): after each replay the host records a blocking CUDA event
+    and, once more than ``ahead`` replays are queued, sleeps on the oldest one. A host that queues replays
+    without waiting fills the GPU's launch queue and then spins in ``cudaGraphLaunch`` until the GPU catches
+    up, so that its CPU time equals the wall time (seen on chapter 03's steps, :func:`lib.mae._train_program`);
+    :func:`lib.train.train_minibatch`'s device program sets it."""
+
+    def __init__(self, step, mode: str = "eager", chunk: int = 1, warmup: int = 3, ahead: int | None = None):
         if mode not in MODES[1:]:
             raise V.ArgumentValueError(f"mode must be one of {MODES[1:]}, got {mode!r}")
         self.step, self.mode = step, mode
         self.chunk, self.warmup = V.positive_int(chunk, "chunk"), V.nonnegative_int(warmup, "warmup")
+        self.ahead, self.queued = None if ahead is None else V.positive_int(ahead, "ahead"), []
         self.graphs, self.out, self.done = {}, None, 0  # graphs: {steps: (CUDAGraph, its static outputs)}
         if mode == "compile":
             import torch._dynamo
@@ -202,6 +215,15 @@ class StepRunner:
         self.graphs[size] = graph, static
         return self.graphs[size]
 
+    def _throttle(self):
+        """With ``ahead``: an event after the replay just queued; sleep on the oldest while more are queued."""
+        if self.ahead is None:
+            return
+        self.queued.append(torch.cuda.Event(blocking=True))
+        self.queued[-1].record()
+        if len(self.queued) > self.ahead:
+            self.queued.pop(0).synchronize()
+
     def run(self, n: int):
         """``n`` more steps (``n >= 0``); the outputs of the last one (``None`` if none ran yet)."""
         n = V.nonnegative_int(n, "n")
@@ -217,6 +239,7 @@ class StepRunner:
                         break
                     graph.replay()
                     self.out, n, self.done = static, n - size, self.done + size
+                    self._throttle()
         for _ in range(n):
             self.out = self.call()
             self.done += 1

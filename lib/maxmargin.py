@@ -23,6 +23,7 @@ from tqdm.auto import tqdm
 
 from lib import validate
 from lib import validate as V
+from lib.device_step import DeviceAdam, step_mode
 from lib.scale import ChapterScales, on_device
 
 # --------------------------------------------------------------------------------------------
@@ -713,6 +714,8 @@ class Table31CNN(torch.nn.Module):
                     layers[-1].bias.mul_(fc_scale)
         self.layers = torch.nn.ModuleList(layers)
 
+    device_program = False  # True while train_adam's device program trains it (issue 36): no per-batch finiteness check
+
     def features(self, X: torch.Tensor, pre_activation: bool = False) -> list:
         """``[x, h^{1:1}(x), ..., h^{1:7}(x), h(x)]``: input, layers 1-7, output (Fig. 3.3).
 
@@ -720,7 +723,7 @@ class Table31CNN(torch.nn.Module):
         thesis's ``h^{1:l}`` (eq. 3.30, where ``rho`` is applied next), whose inner products Fig. 3.3
         shows and which can be negative; with ``False`` (the default, used by ``forward``) it is the
         post-ReLU output. ``X``: finite floating-point images; an empty batch gives empty features."""
-        V.tensor(X, "X", floating=True, nonempty=False)
+        V.tensor(X, "X", floating=True, nonempty=False, finite=not self.device_program)  # (see device_program)
         if not isinstance(pre_activation, bool):
             raise ValueError(f"pre_activation must be a bool, got {pre_activation!r}")
         if X.ndim != 4 or X.shape[1] != 1:
@@ -744,6 +747,10 @@ def train_adam(model, X, y, epochs: int, batch_size: int = 128, lr: float = 1e-3
 
     Trains on ``device`` (default ``REPRO_DEVICE``: the CPU at quick and full scale, CUDA at paper scale
     where there is one) inside :func:`lib.scale.on_device`, which moves the model back afterwards.
+    On CUDA (:func:`lib.device_step.step_mode`, ``REPRO_STEP_MODE``) the loop is a device program (issue 36,
+    :func:`lib.train.minibatch_step`): the batch orders are drawn on the device's generator seeded ``seed``,
+    so that **a CUDA run trains on other batches than a CPU run**, and the epoch losses are read once at the
+    end (a NaN or inf is reported for the first epoch that had one, after training went on to the end).
     """
     V.instance(model, "model", torch.nn.Module, "a torch.nn.Module")
     V.tensor(X, "X", convert=True, ndim=(2, 3, 4))  # points (n, d) or images (n, H, W) / (n, C, H, W)
@@ -755,6 +762,8 @@ def train_adam(model, X, y, epochs: int, batch_size: int = 128, lr: float = 1e-3
         raise ValueError("X and y must be non-empty, of equal length, with labels +-1")
     with on_device(model, device) as device:
         X, y = X.to(device), y.to(device)
+        if step_mode(device) != "host":  # issue 36: CUDA's path, a device program
+            return _train_adam_program(model, X, y, epochs, batch_size, lr, seed, progress, step_mode(device))
         gen = torch.Generator().manual_seed(int(seed))
         opt = torch.optim.Adam(model.parameters(), lr=lr)
         losses = []
@@ -769,6 +778,26 @@ def train_adam(model, X, y, epochs: int, batch_size: int = 128, lr: float = 1e-3
                 total += loss.detach() * len(idx)
             losses.append(float(total) / len(y))
             V.finite_loss(losses[-1], f"{len(losses)} (epoch)", lr)
+    return losses
+
+
+def _logistic_mean(out, yb):
+    """The mean logistic loss of one batch, as :func:`train_adam`'s host loop computes it."""
+    return torch.nn.functional.softplus(-yb * out).mean()
+
+
+def _train_adam_program(model, X, y, epochs, batch_size, lr, seed, progress, mode) -> list:
+    """:func:`train_adam` as :func:`lib.train.train_minibatch`'s device program (issue 36): the same steps (Adam,
+    the mean logistic loss of each batch, every epoch a fresh order of the rows, the last batch shorter),
+    orders drawn on the device. Returns the epoch losses as the host loop computes them (sum / n)."""
+    from lib.train import _minibatch_program
+
+    opt = DeviceAdam([p for p in model.parameters() if p.requires_grad], lr)
+    sums = _minibatch_program(model, X, y, _logistic_mean, epochs, batch_size, seed, opt, mode, progress,
+                              "Adam epochs", lr=lr)
+    losses = [float(s) / len(y) for s in sums]
+    for epoch, loss in enumerate(losses):
+        V.finite_loss(loss, f"{epoch + 1} (epoch)", lr)
     return losses
 
 

@@ -449,6 +449,8 @@ class PrunableCNN(torch.nn.Module):
             self.register_buffer(f"channel_mask{i}", torch.ones(channels))
         self.weight_masks = [torch.ones_like(p) for p in self.prunable()]
 
+    device_program = False  # True while lib.train's device program trains it (issue 36): no per-batch finiteness check
+
     def _apply(self, fn, *args, **kwargs):
         """Move or cast the weight masks with the module (``.to(device)``, ``.cpu()``, ``.double()``), as
         if they were buffers: at paper scale the trainers move the net to CUDA (issue 22), and a mask left
@@ -467,7 +469,8 @@ class PrunableCNN(torch.nn.Module):
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         """Logits ``(n, classes)`` of finite floating-point images ``x`` of shape ``(n, in_channels, H, W)``;
         an empty batch gives an empty result."""
-        V.tensor(x, "x", shape=(None, self.convs[0].in_channels, None, None), floating=True, nonempty=False)
+        V.tensor(x, "x", shape=(None, self.convs[0].in_channels, None, None), floating=True, nonempty=False,
+                 finite=not self.device_program)  # (a device program checked its data once: issue 36)
         if x.shape[2] // 8 != self.side or x.shape[3] // 8 != self.side:  # three 2x2 pools, then the linear layer
             raise V.ArgumentValueError(f"x must hold images of the model's size (H // 8 = W // 8 = {self.side}), "
                                        f"got {V.describe(x)}")
@@ -522,7 +525,9 @@ def train_cnn(model: PrunableCNN, X: torch.Tensor, y: torch.Tensor, epochs: int,
               progress: bool = False, desc: str = "train CNN") -> list:
     """Minibatch SGD with cross-entropy (thesis §3.4.5: lr 0.001, batch 40, momentum 0.9, weight decay
     1e-4, 30 epochs) through :func:`lib.train.train_minibatch`; masked weights and channels stay zero
-    (the masks act in the forward pass). Returns the mean loss of every epoch."""
+    (the masks act in the forward pass). Returns the mean loss of every epoch. On CUDA the steps run as
+    :func:`lib.train.train_minibatch`'s device program (issue 36), whose batch orders are drawn on the device's
+    generator: a CUDA run trains on other batches than a CPU run."""
     _check_images(model, X, y)
     hist = train_minibatch(model, X, y, torch.nn.functional.cross_entropy, epochs, batch_size, lr, seed=seed,
                            optimizer="sgd", momentum=momentum, weight_decay=weight_decay, progress=progress,

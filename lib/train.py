@@ -10,6 +10,11 @@ Both trainers train on ``device`` (default :func:`lib.scale.current_device`, i.e
 the CPU at quick and full scale, CUDA at paper scale where there is one): the model and the data move
 there for the loop, and the model goes back to the device it came from afterwards, so that the
 chapter's numpy and plotting code sees CPU tensors. On the CPU nothing moves and nothing changes.
+
+On CUDA :func:`train_minibatch` runs each step as one *device program* (issue 36, :mod:`lib.device_step`;
+:func:`minibatch_step`): the batch orders are drawn on the device, the optimiser's state and the per-epoch
+losses live there, and the steps are replayed as captured CUDA graphs. ``REPRO_STEP_MODE``
+(:func:`lib.device_step.step_mode`) picks the path; the CPU keeps the host loop unless told otherwise.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ import torch
 from tqdm.auto import tqdm
 
 from lib import validate as V
+from lib.device_step import DeviceAdam, DeviceSGD, StepRunner, gradients, seeded, step_mode
 from lib.scale import on_device
 
 OPTIMIZERS = ("sgd", "adam")
@@ -223,9 +229,18 @@ def train_minibatch(model: torch.nn.Module, X: torch.Tensor, y: torch.Tensor, lo
     ``on_epoch_end(epoch, model)`` may be given to evaluate or anneal between epochs (Chapter 5).
     Each epoch's mean loss is checked: NaN or inf stops training with
     :class:`lib.validate.TrainingDivergedError` naming the epoch and the learning rate.
-    ``device``: where to train (see the module docstring; ``None`` is ``REPRO_DEVICE``); the batch
-    order is drawn on the CPU, so it is the same on every device. ``on_epoch_end`` sees the model on
-    ``device``.
+    ``device``: where to train (see the module docstring; ``None`` is ``REPRO_DEVICE``). ``on_epoch_end``
+    sees the model on ``device``.
+
+    Two paths, chosen by :func:`lib.device_step.step_mode` (``REPRO_STEP_MODE``; by default the host loop
+    on the CPU and the device program on CUDA). The host loop draws each epoch's order on a CPU generator
+    seeded ``seed``, the same on every device. The device program (issue 36, :func:`_minibatch_program`)
+    draws the orders on the device's own generator (seeded ``seed``), so that **a CUDA run trains on other
+    batches than a CPU run** (other random numbers, not only other rounding); its epoch losses stay on the
+    device and are read once at the end, where a NaN or inf is reported for the first epoch that had one
+    (training went on to the end); with ``on_epoch_end`` each epoch's loss is read and checked before the
+    callback, which runs on the host between the captured steps and may change the parameters and buffers
+    *in place* (a callback that replaces a parameter tensor is not seen by the captured steps).
     """
     loss_fn = _check_data(model, X, y, loss_fn)
     if X.ndim == 0 or y.ndim == 0 or X.shape[0] != y.shape[0]:
@@ -236,6 +251,10 @@ def train_minibatch(model: torch.nn.Module, X: torch.Tensor, y: torch.Tensor, lo
         V.callable_(on_epoch_end, "on_epoch_end")
     with on_device(model, device) as device:
         opt = make_optimizer(model.parameters(), optimizer, lr, momentum, weight_decay)
+        if step_mode(device) != "host":  # issue 36: CUDA's path, a device program
+            return _program_history(model, X.to(device), y.to(device), loss_fn, epochs, batch_size, seed,
+                                    _device_optimizer(model, optimizer, lr, momentum, weight_decay), lr,
+                                    progress, desc, on_epoch_end, step_mode(device))
         return _minibatch_loop(model, X.to(device), y.to(device), loss_fn, epochs, batch_size, lr, seed, opt,
                                progress, desc, on_epoch_end)
 
@@ -261,5 +280,150 @@ def _minibatch_loop(model, X, y, loss_fn, epochs, batch_size, lr, seed, opt, pro
         V.finite_loss(hist.loss[-1], f"{epoch + 1} (epoch)", lr)
         if on_epoch_end is not None:
             on_epoch_end(epoch, model)
+    hist.wall_time_s = time.perf_counter() - start
+    return hist
+
+
+# --------------------------------------------------------------------------------------------
+# train_minibatch as a device program (issue 36): lib.maxmargin.train_adam shares it
+
+GRAPH_CHUNK = 64          # most steps per replayed CUDA graph of the minibatch device program
+AHEAD = 2                 # replayed graphs the host queues beyond the one the GPU runs (StepRunner's ``ahead``)
+ORDER_ENTRIES = 2 ** 24   # most row indices (epochs x rows) of batch orders held on the device at once
+
+
+def minibatch_step(model, X, y, loss_fn, opt, orders, counter, totals, batch_size: int, last: bool = False):
+    """One step of :func:`train_minibatch` as a device program (:mod:`lib.device_step`, issue 36): nothing is
+    read back to the host and every tensor it touches stays where it is, so that the step can be captured
+    as a CUDA graph and replayed.
+
+    ``X``, ``y``: the ``n`` training rows on the device. ``orders`` ``(B, n)`` long: row ``e % B`` is epoch
+    ``e``'s order of the rows (the host redraws it every ``B`` epochs); ``counter``: a 0-d long tensor, the
+    steps taken so far, which the step advances; step ``counter`` is batch ``b = counter % s`` of epoch
+    ``e = counter // s`` (``s = ceil(n / batch_size)`` steps per epoch) and takes the rows
+    ``orders[e % B, b batch_size : (b + 1) batch_size]``; ``last``: the step of an epoch's last batch when
+    ``batch_size`` does not divide ``n`` (its ``n % batch_size`` rows), which the host runs after the epoch's
+    full batches. ``totals`` ``(epochs, ...)``: per epoch the sum of each batch's loss times its number of
+    rows, as the host loop sums it (the step adds its own to row ``e``). ``loss_fn(model(X[idx]), y[idx])``
+    (a scalar or one loss per model, whose sum is differentiated) and ``opt`` (:class:`lib.device_step.DeviceSGD`
+    or :class:`~lib.device_step.DeviceAdam` over the parameters) as in the host loop. Returns ``step()`` -> the
+    batch's loss (detached)."""
+    n, dev = X.shape[0], X.device
+    per_epoch = -(-n // batch_size)
+    rows = n - (per_epoch - 1) * batch_size if last else batch_size
+    flat, offsets, B = orders.view(-1), torch.arange(rows, device=dev), orders.shape[0]
+
+    def step():
+        epoch = torch.div(counter, per_epoch, rounding_mode="floor")
+        idx = flat[(epoch % B) * n + (counter - epoch * per_epoch) * batch_size + offsets]
+        loss = loss_fn(model(X[idx]), y[idx])
+        opt.update(gradients(loss.sum() if loss.ndim else loss, opt.params))
+        with torch.no_grad():
+            totals.index_add_(0, epoch.reshape(1), (loss.detach() * rows).unsqueeze(0))
+            counter.add_(1)
+        return loss.detach()
+    return step
+
+
+def _device_optimizer(model, optimizer: str, lr: float, momentum: float, weight_decay: float):
+    """:func:`make_optimizer`'s optimiser (arguments checked there) as a :mod:`lib.device_step` one."""
+    params = [p for p in model.parameters() if p.requires_grad]
+    if optimizer == "adam":
+        return DeviceAdam(params, lr, weight_decay=weight_decay)
+    return DeviceSGD(params, torch.tensor(float(lr), dtype=params[0].dtype, device=params[0].device), momentum,
+                     weight_decay)
+
+
+def _chunk(steps: int) -> int:
+    """Steps per captured graph for runs of ``steps`` steps: the size ``c <= GRAPH_CHUNK`` with the fewest
+    replays (``steps // c`` graphs of ``c`` steps, then ``steps % c`` of one step)."""
+    if steps < 1:
+        return 1
+    return min(range(min(GRAPH_CHUNK, steps), 0, -1), key=lambda c: steps // c + steps % c)
+
+
+def _loss_shape(model, X, y, loss_fn, rows: int):
+    """Shape and dtype of one batch's loss, from a forward of the first ``rows`` rows without side effects (no
+    gradient, no random numbers drawn, buffers such as batch-norm statistics restored)."""
+    saved = [b.detach().clone() for b in model.buffers()]
+    with torch.no_grad(), torch.random.fork_rng(devices=[X.device] if X.device.type == "cuda" else []):
+        loss = loss_fn(model(X[:rows]), y[:rows])
+        for b, old in zip(model.buffers(), saved):
+            b.copy_(old)
+    return tuple(loss.shape), loss.dtype
+
+
+def _set_device_program(modules, on: bool) -> None:
+    """``device_program`` of each module that has one (its forward then skips the per-batch input checks that
+    read a value back to the host: the program checked its data once)."""
+    for m in modules:
+        m.device_program = on
+
+
+def _minibatch_program(model, X, y, loss_fn, epochs: int, batch_size: int, seed: int, opt, mode: str,
+                       progress: bool = False, desc: str = "train", on_epoch_end=None, lr=None) -> torch.Tensor:
+    """The device program of :func:`train_minibatch` (and :func:`lib.maxmargin.train_adam`), arguments checked,
+    ``X``, ``y`` and the model on one device, ``mode`` from :func:`lib.device_step.step_mode`: returns the
+    per-epoch sums of batch loss x rows, ``(epochs, ...)``, on the CPU (read once, at the end).
+
+    Inside :func:`lib.device_step.seeded` ``(device, seed)`` the host draws every epoch's order on the device
+    (``torch.randperm``, ``B`` epochs at a time, at most :data:`ORDER_ENTRIES` indices), then replays
+    :func:`minibatch_step`: all steps of a block of epochs in one :class:`lib.device_step.StepRunner` call when
+    every batch is full and there is no callback (graphs of up to :data:`GRAPH_CHUNK` steps, the host
+    :data:`AHEAD` replays ahead of the GPU at most), else epoch by epoch (the full batches, then the last
+    batch's own step, then ``on_epoch_end`` after checking the epoch's loss)."""
+    dev, n = X.device, X.shape[0]
+    per_epoch, tail = -(-n // batch_size), n % batch_size
+    full, epochwise = per_epoch - (1 if tail else 0), bool(tail) or on_epoch_end is not None
+    block = max(1, min(epochs, ORDER_ENTRIES // n))
+    shape, dtype = _loss_shape(model, X, y, loss_fn, min(batch_size, n))
+    orders = torch.empty(block, n, dtype=torch.long, device=dev)
+    counter = torch.zeros((), dtype=torch.long, device=dev)
+    totals = torch.zeros((epochs, *shape), dtype=dtype, device=dev)
+    flagged = [m for m in model.modules() if hasattr(m, "device_program")]
+
+    def runner(last: bool, steps: int):
+        step = minibatch_step(model, X, y, loss_fn, opt, orders, counter, totals, batch_size, last)
+        return StepRunner(step, mode, chunk=_chunk(steps), ahead=AHEAD)
+
+    _set_device_program(flagged, True)
+    try:
+        with seeded(dev, seed), tqdm(total=epochs, desc=desc, disable=not progress, leave=False) as bar:
+            runs = ([(runner(False, full if epochwise else block * full), full)] if full else []) + \
+                   ([(runner(True, 1), 1)] if tail else [])
+            for first in range(0, epochs, block):
+                stop = min(epochs, first + block)
+                for r in range(stop - first):
+                    orders[r] = torch.randperm(n, device=dev)
+                if not epochwise:
+                    runs[0][0].run((stop - first) * full)
+                    bar.update(stop - first)
+                    continue
+                for epoch in range(first, stop):
+                    for run, steps in runs:
+                        run.run(steps)
+                    bar.update()
+                    if on_epoch_end is not None:
+                        V.finite_loss(totals[epoch], f"{epoch + 1} (epoch)", lr)
+                        _set_device_program(flagged, False)
+                        on_epoch_end(epoch, model)
+                        _set_device_program(flagged, True)
+    finally:
+        _set_device_program(flagged, False)
+    return totals.cpu()
+
+
+def _program_history(model, X, y, loss_fn, epochs, batch_size, seed, opt, lr, progress, desc, on_epoch_end,
+                     mode) -> History:
+    """:func:`train_minibatch`'s history from :func:`_minibatch_program`: each epoch's mean loss (its sum / n, as
+    the host loop divides it), checked in order, so that a NaN or inf names the first epoch that had one."""
+    start = time.perf_counter()
+    sums = _minibatch_program(model, X, y, loss_fn, epochs, batch_size, seed, opt, mode, progress, desc,
+                              on_epoch_end, lr)
+    hist = History()
+    for epoch, mean in enumerate(sums / X.shape[0]):
+        hist.steps.append(epoch + 1)
+        hist.loss.append(mean.numpy() if mean.ndim else float(mean))
+        V.finite_loss(hist.loss[-1], f"{epoch + 1} (epoch)", lr)
     hist.wall_time_s = time.perf_counter() - start
     return hist

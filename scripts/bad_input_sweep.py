@@ -1097,7 +1097,8 @@ NOT_SWEPT = {
     "data.fetch": _NETWORK, "data.load_online": _NETWORK, "multiexit.cifar100_protocol": _NETWORK,
     "image_nets.paper_split": _NETWORK, "image_nets.paper_zoo": _NETWORK,
     "mae.load_imdb_sentences": _NETWORK,
-    **{name: _DEVICE_STEP for name in ("multiexit.multiexit_step", "mae.sequence_step", "teacher_student.deep_step")},
+    **{name: _DEVICE_STEP for name in (
+        "multiexit.multiexit_step", "mae.sequence_step", "teacher_student.deep_step", "train.minibatch_step")},
     "data.md5sum": "the checksum of a file the network loader has just written (the loader is network-only)",
     **{name: _PER_STEP for name in (
         "boolean.StackedMLP.backward", "boolean.StackedMLP.keep_nets", "pruning.MaskedMLP.backward",

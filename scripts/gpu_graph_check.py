@@ -9,7 +9,12 @@ in every mode (host, eager, graph), on small shapes, and prints one JSON line pe
 * chapter 09, full-batch GD (no random numbers): the deep students after 200 steps and a schedule change;
 * chapter 09 with minibatches and chapter 03, no host loop to match (other random numbers): the graph's result
   against the eager device program's with the same seed (equal if the graph consumes the device generator's
-  stream as eager steps do; reported, not checked).
+  stream as eager steps do; reported, not checked);
+* chapters 02, 06 (pruning CNN) and 07, lib.train's minibatch program: with its batch orders drawn from the
+  host loop's CPU generator (a stand-in for torch.randperm, this check only) it must train as the host loop on
+  the same device, minibatches and shorter last batches included; compared are the weights' changes from their
+  start (relative to the largest change: 1e-3 for SGD, 1e-2 for Adam, whose updates of about lr per weight
+  amplify rounding);
 
     python scripts/gpu_graph_check.py --device cuda|cpu [--json OUT.json]
 
@@ -73,9 +78,88 @@ def ch03(mode, device):
     return [torch.as_tensor(elbo).flatten().double(), torch.as_tensor(mi).flatten().double()]
 
 
+class _HostOrders:
+    """torch.randperm as lib.train's device program calls it (``randperm(n, device=...)``, no generator) drawn from
+    a CPU generator seeded ``seed`` and moved: the host loop's orders (its ``torch.Generator().manual_seed(seed)``)."""
+
+    def __init__(self, seed):
+        import torch
+
+        self.real, self.gen = torch.randperm, torch.Generator().manual_seed(seed)
+
+    def __enter__(self):
+        import torch
+
+        def randperm(n, *args, generator=None, device=None, **kw):
+            if generator is None and device is not None:
+                return self.real(n, generator=self.gen).to(device)
+            return self.real(n, *args, generator=generator, device=device, **kw)
+        torch.randperm = randperm
+
+    def __exit__(self, *exc):
+        import torch
+
+        torch.randperm = self.real
+
+
+def _deltas(model, train, seed):
+    """The parameters' changes from their start after ``train()``, run with the host loop's batch orders."""
+    import torch
+
+    start = [p.detach().clone() for p in model.parameters()]
+    with _HostOrders(seed):
+        train()
+    return [(p.detach() - s).double().flatten() for p, s in zip(model.parameters(), start)]
+
+
+def _images(n, classes, seed=0, side=8, ch=1):
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(n, ch, side, side, generator=g), torch.randint(0, classes, (n,), generator=g)
+
+
+def ch06_pruning(mode, device):
+    """lib.pruning.train_cnn (SGD, momentum, weight decay): 3 epochs of 46 images in batches of 10 (the last of 6)."""
+    from lib import pruning as P
+
+    X, y = _images(46, 10)
+    model = P.PrunableCNN(1, 8, 8, seed=0)
+    return _deltas(model, lambda: P.train_cnn(model, X, y, 3, batch_size=10, lr=0.05, seed=3), 3)
+
+
+def ch02_adam(mode, device):
+    """lib.maxmargin.train_adam: 2 epochs of 37 8x8 images in batches of 10 (the last of 7)."""
+    from lib import maxmargin as mm
+
+    X, y = _images(37, 2, seed=1)
+    model = mm.Table31CNN(image_size=8, seed=0)
+    return _deltas(model, lambda: mm.train_adam(model, X, y.float() * 2 - 1, 2, 10, 1e-3, seed=1, progress=False,
+                                                device=device), 1)
+
+
+def ch07_ensemble(mode, device):
+    """lib.annulus_training.train_ball_vs_shell's trainer: 3 epochs of Adam, 60 nets on 40 points, batches of 10."""
+    import numpy as np
+    import torch
+
+    from lib import annulus_training as AT
+    from lib.train import train_minibatch
+
+    X, y = AT.ball_vs_shell(2, 40, 0.5, 0.7, 1.0, np.random.default_rng(0), n_sets=60)
+    X, y = torch.tensor(X, dtype=torch.float32), torch.tensor(y, dtype=torch.float32)
+    model = AT.LeakEnsemble([2, 3, 1], seeds=list(range(60)), slopes=[0.0, 0.1, 0.2] * 20)
+    loss = AT._per_net_loss(torch.tensor([1.0, 0.0] * 30, device=device))
+    return _deltas(model, lambda: train_minibatch(model, X, y, loss, 3, 10, 0.01, seed=2, optimizer="adam",
+                                                  progress=False, device=device), 2)
+
+
 CHECKS = {"05 six-exit CNN, full batches": (ch05, "host", 2e-3), "09 deep students, full-batch GD": (ch09, "host", 1e-9),
           "09 deep students, minibatches, same seed": (ch09_minibatches, "eager", None),
-          "03 SequenceMAE, same seed": (ch03, "eager", None)}
+          "03 SequenceMAE, same seed": (ch03, "eager", None),
+          "06 pruning CNN, host loop's orders": (ch06_pruning, "host", 1e-3),
+          "02 Table 3.1 CNN, host loop's orders": (ch02_adam, "host", 1e-2),
+          "07 ensemble, host loop's orders": (ch07_ensemble, "host", 1e-2)}
 
 
 def main(argv=None) -> int:

@@ -16,7 +16,8 @@ fixed costs: building the model, moving the data, capturing a CUDA graph). Per s
 seconds and the process's CPU seconds (``time.process_time``; on CUDA the context is set to sleep, not
 spin, while the host waits, so that CPU time is the host's work): a step bound by the host has CPU time
 equal to its wall time. The cases whose trainer has a device program (issue 36, ``lib.device_step``:
-chapters 03, 05 and 09's deep students) are measured once per ``--modes`` value of ``REPRO_STEP_MODE``
+chapters 03, 05 and 09's deep students; chapters 02, 06's pruning CNNs and 07 through lib.train's
+minibatch program) are measured once per ``--modes`` value of ``REPRO_STEP_MODE``
 (``host``: the original loop; ``eager``: the device program without graphs; ``graph``: replayed CUDA
 graphs, the default on CUDA), side by side. ``--flops`` adds each step's FLOPs and the device's measured
 float32 matrix-product rate, whose quotient is the arithmetic bound beside each estimate.
@@ -109,6 +110,8 @@ def case_ch02(device):
     n_train = 5923 + 6742  # MNIST's training images of digits 0 and 1 (what the chapter's filter keeps)
     bs = cfg.cnn_batch
 
+    last = n_train % bs or bs  # the paper's epochs end in a shorter batch (12,665 = 98 x 128 + 121): so do these
+
     def make():
         g = torch.Generator().manual_seed(0)
         X = torch.randn(MAX_STEPS_PER_EPOCH * bs, 1, cfg.cnn_image_size, cfg.cnn_image_size, generator=g)
@@ -116,15 +119,16 @@ def case_ch02(device):
 
         def run(steps):
             spe, epochs = spe_and_epochs(steps)
+            rows = (spe - 1) * bs + last
             model = mm.Table31CNN(image_size=cfg.cnn_image_size, seed=0)
-            mm.train_adam(model, X[:spe * bs], y[:spe * bs], epochs, bs, cfg.cnn_lr, seed=0, progress=False,
-                          device=device)
+            mm.train_adam(model, X[:rows], y[:rows], epochs, bs, cfg.cnn_lr, seed=0, progress=False, device=device)
             return spe * epochs
         return run
 
     return [Case(f"02 Table 3.1 CNN, 1x{cfg.cnn_image_size}x{cfg.cnn_image_size}, batch {bs}", make,
                  cfg.cnn_epochs * -(-n_train // bs),
-                 f"{cfg.cnn_epochs} epochs x ceil({n_train}/{bs}), one model")]
+                 f"{cfg.cnn_epochs} epochs x ceil({n_train}/{bs}), one model (each epoch's last batch of {last})",
+                 program=True, graph_steps=4 * MAX_STEPS_PER_EPOCH)]
 
 
 def case_ch05(device):
@@ -209,7 +213,8 @@ def case_ch06(device):
                           make, (cfg.cnn_epochs + len(cfg.cnn_removed)) * per_epoch,
                           f"({cfg.cnn_epochs} training + {len(cfg.cnn_removed)} magnitude fine-tuning epochs) x "
                           f"ceil({n}/{bs}); channel pruning adds up to {3 * cfg.cnn_channels - 3} x {per_epoch} "
-                          "more (one epoch per removed channel, stops early)"))
+                          "more (one epoch per removed channel, stops early)", program=True,
+                          graph_steps=4 * MAX_STEPS_PER_EPOCH))
     return cases
 
 
@@ -283,7 +288,8 @@ def case_ch07(device):
             return run
 
         cases.append(Case(f"07 ensemble of {M} nets (2-{2 + 1}-1), {cfg.n_samples} points, batch {bs}", make,
-                          cfg.epochs * per_epoch, f"{cfg.epochs} epochs x ceil({cfg.n_samples}/{bs})"))
+                          cfg.epochs * per_epoch, f"{cfg.epochs} epochs x ceil({cfg.n_samples}/{bs})", program=True,
+                          graph_steps=max(200, 4 * per_epoch)))
     return cases
 
 

@@ -1,5 +1,6 @@
 """Issue 36's CPU-side guard of the paper-scale training steps that run as one device program on CUDA
-(lib.device_step; chapters 03, 05 and 09): CI has no GPU, so each step is traced whole by
+(lib.device_step; chapters 03, 05 and 09, and lib.train.train_minibatch's for chapters 02, 06's pruning CNNs and
+07): CI has no GPU, so each step is traced whole by
 ``torch.compile(fullgraph=True)`` on tiny stand-in shapes (a host synchronisation, ``.item()``, Python control
 flow on a tensor's value or a CPU generator inside the step is a graph break or a host read in the traced graph,
 either of which fails the test), its count of operator calls must not grow with the number of models batched, and each device program is compared with
@@ -14,10 +15,14 @@ import pytest
 import torch
 import torch._dynamo
 
+import lib.annulus_training as AT
 import lib.device_step as DS
 import lib.mae as mae
+import lib.maxmargin as mm
 import lib.multiexit as me
+import lib.pruning as P
 import lib.teacher_student as TS
+import lib.train as T
 
 torch.set_num_threads(1)
 
@@ -103,9 +108,58 @@ def multiexit_step(S=2, unlabelled=True, bs=4):
                              [torch.arange(bs).repeat(S, 1)], torch.tensor(0.1), log, X_unl)
 
 
+def _minibatch_step(model, X, y, loss_fn, opt, batch_size, last=False, epochs=2):
+    """lib.train.minibatch_step on a model flagged as its device program flags it, with the orders of ``epochs``
+    epochs drawn (seed 0) and its counter at 0 (``last``: at the epoch's last, shorter batch)."""
+    n = X.shape[0]
+    g = torch.Generator().manual_seed(0)
+    orders = torch.stack([torch.randperm(n, generator=g) for _ in range(epochs)])
+    counter = torch.full((), -(-n // batch_size) - 1 if last else 0, dtype=torch.long)
+    with torch.no_grad():
+        shape = loss_fn(model(X[:1]), y[:1]).shape
+    for m in model.modules():
+        if hasattr(m, "device_program"):
+            m.device_program = True
+    return T.minibatch_step(model, X, y, loss_fn, opt, orders, counter, torch.zeros(epochs, *shape), batch_size, last)
+
+
+def adam_cnn_step(batch=4, last=False):
+    """Chapter 02's Table 3.1 CNN (lib.maxmargin.train_adam's device program) on 8x8 images, 10 of them."""
+    g = torch.Generator().manual_seed(0)
+    X, y = torch.randn(10, 1, 8, 8, generator=g), torch.randint(0, 2, (10,), generator=g).float() * 2 - 1
+    model = mm.Table31CNN(image_size=8, seed=0)
+    return _minibatch_step(model, X, y, mm._logistic_mean, DS.DeviceAdam(list(model.parameters()), 1e-3), batch, last)
+
+
+def pruning_cnn_step(batch=4, last=False):
+    """Chapter 06's pruning CNN (lib.pruning.train_cnn: SGD, momentum, weight decay) on 1x8x8 images, 4 channels,
+    one channel and a weight masked off."""
+    g = torch.Generator().manual_seed(0)
+    X, y = torch.randn(10, 1, 8, 8, generator=g), torch.randint(0, 10, (10,), generator=g)
+    model = P.PrunableCNN(1, 8, 4, seed=0)
+    model.channel_mask1[2] = 0.0
+    model.weight_masks[0][1, 0, 1, 1] = 0.0
+    opt = DS.DeviceSGD(list(model.parameters()), torch.tensor(0.01), 0.9, 1e-4)
+    return _minibatch_step(model, X, y, torch.nn.functional.cross_entropy, opt, batch, last)
+
+
+def ensemble_step(S=2, batch=4, last=False):
+    """Chapter 07's ensemble (lib.annulus_training.train_ball_vs_shell: Adam, per-net BCE or MSE) of S nets
+    2-3-1 with their own leaks, 10 points each."""
+    g = torch.Generator().manual_seed(0)
+    X = torch.randn(10, S, 2, generator=g)
+    y = torch.where(X.norm(dim=2) < 1, 1.0, -1.0)
+    model = AT.LeakEnsemble([2, 3, 1], seeds=list(range(S)), slopes=[0.1 * (m % 3) for m in range(S)])
+    loss_fn = AT._per_net_loss(torch.tensor([float(m % 2) for m in range(S)]))
+    return _minibatch_step(model, X, y, loss_fn, DS.DeviceAdam(list(model.parameters()), 0.01), batch, last)
+
+
 STEPS = {"03 SequenceMAE": sequence_step, "05 six-exit CNN (DS)": multiexit_step,
          "05 six-exit CNN (EW/D)": lambda: multiexit_step(unlabelled=False), "09 deep students": deep_step,
-         "09 deep students, full batch": lambda: deep_step(batch_size=None)}
+         "09 deep students, full batch": lambda: deep_step(batch_size=None),
+         "02 Table 3.1 CNN": adam_cnn_step, "02 Table 3.1 CNN, last batch": lambda: adam_cnn_step(last=True),
+         "06 pruning CNN": pruning_cnn_step, "06 pruning CNN, last batch": lambda: pruning_cnn_step(last=True),
+         "07 ensemble": ensemble_step, "07 ensemble, last batch": lambda: ensemble_step(last=True)}
 
 
 @pytest.mark.parametrize("name", STEPS)
@@ -114,7 +168,7 @@ def test_each_paper_step_traces_as_one_graph(traceable, name):
     _traced(STEPS[name]())
 
 
-@pytest.mark.parametrize("name", ["05 six-exit CNN (DS)", "09 deep students"])
+@pytest.mark.parametrize("name", ["05 six-exit CNN (DS)", "09 deep students", "06 pruning CNN", "07 ensemble"])
 def test_paper_steps_go_through_aot_autograd(traceable, name):
     """The step also passes AOT autograd (functionalised in-place updates, as a compiler backend receives it;
     chapter 03's step passes too, but takes 17 s to trace here)."""
@@ -146,10 +200,14 @@ def test_the_guard_fails_on_a_host_sync(traceable):
     (deep_step, dict(S=1), dict(S=6)),
     (multiexit_step, dict(S=2), dict(S=6)),  # (S = 1 reshapes by views where S > 1 copies: 43 calls fewer)
     (sequence_step, dict(batch=2), dict(batch=8)),
-], ids=["09 deep students (models)", "05 six-exit CNN (models)", "03 SequenceMAE (batch)"])
+    (ensemble_step, dict(S=1), dict(S=12)),
+    (pruning_cnn_step, dict(batch=2), dict(batch=8)),
+], ids=["09 deep students (models)", "05 six-exit CNN (models)", "03 SequenceMAE (batch)", "07 ensemble (models)",
+        "06 pruning CNN (batch)"])
 def test_operator_calls_per_step_do_not_grow_with_the_models_batched(make, small, large):
-    """The host's work per step (operator calls, torch.profiler) is the same for 1 model as for many (and for
-    chapter 03's one model, for a small batch as for a large one): batching costs the GPU, not the host."""
+    """The host's work per step (operator calls, torch.profiler) is the same for 1 model as for many (chapter 07's
+    ensemble: 1 net or 12) and, for chapters 03's and 06's one model, for a small batch as for a large one:
+    batching costs the GPU, not the host."""
     counts = []
     for kw in (small, large):
         step = make(**kw)
@@ -161,7 +219,8 @@ def test_operator_calls_per_step_do_not_grow_with_the_models_batched(make, small
 # ------------------------------------------------------------------------------- against the host loops
 
 def test_device_adam_and_sgd_match_torch_optim():
-    """DeviceAdam and DeviceSGD (Nesterov, weight decay, a rate changed mid-way) give torch.optim's steps."""
+    """DeviceAdam (also with weight decay) and DeviceSGD (Nesterov, weight decay, a rate changed mid-way) give
+    torch.optim's steps."""
     g = torch.Generator().manual_seed(0)
     start = [torch.randn(3, 4, generator=g), torch.randn(5, generator=g)]
     grads = [[torch.randn(p.shape, generator=g) for p in start] for _ in range(6)]
@@ -170,7 +229,9 @@ def test_device_adam_and_sgd_match_torch_optim():
             (lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.9, nesterov=True, weight_decay=1e-2),
              lambda ps: DS.DeviceSGD(ps, torch.tensor(0.1), 0.9, 1e-2, nesterov=True)),
             (lambda ps: torch.optim.SGD(ps, lr=0.1, momentum=0.5),
-             lambda ps: DS.DeviceSGD(ps, torch.tensor(0.1), 0.5))):
+             lambda ps: DS.DeviceSGD(ps, torch.tensor(0.1), 0.5)),
+            (lambda ps: torch.optim.Adam(ps, lr=0.01, weight_decay=0.1),
+             lambda ps: DS.DeviceAdam(ps, 0.01, weight_decay=0.1))):
         ref = [p.clone().requires_grad_() for p in start]
         dev = [p.clone() for p in start]
         opt_ref, opt_dev = make_ref(ref), make_dev(dev)
@@ -289,6 +350,152 @@ def test_sequence_program_does_no_host_work_between_steps(monkeypatch):
     assert runs == [mae.GRAPH_CHUNK] * 3 + [1]
 
 
+def _cnn_sgd(mp):
+    """Chapter 06's CNN through lib.pruning.train_cnn (SGD, momentum, weight decay), 23 images in batches of 5 (the
+    last of 3), one channel masked: the mean epoch losses and the weights."""
+    g = torch.Generator().manual_seed(1)
+    X, y = torch.randn(23, 1, 8, 8, generator=g), torch.randint(0, 10, (23,), generator=g)
+    model = P.PrunableCNN(1, 8, 4, seed=0)
+    model.channel_mask0[1] = 0.0
+    losses = P.train_cnn(model, X, y, 3, batch_size=5, lr=0.05, momentum=0.9, weight_decay=1e-2, seed=3)
+    return losses, list(model.parameters())
+
+
+def _cnn_adam(mp):
+    """Chapter 02's Table 3.1 CNN through lib.maxmargin.train_adam, 27 8x8 images in batches of 10 (the last of 7)."""
+    g = torch.Generator().manual_seed(2)
+    X, y = torch.randn(27, 1, 8, 8, generator=g), torch.randint(0, 2, (27,), generator=g).float() * 2 - 1
+    model = mm.Table31CNN(image_size=8, seed=0)
+    losses = mm.train_adam(model, X, y, 2, 10, 1e-3, seed=1, progress=False)
+    return losses, list(model.parameters())
+
+
+def _ensemble(mp):
+    """Chapter 07's ensemble through lib.annulus_training.train_ball_vs_shell: 6 nets (BCE and MSE, three leaks),
+    40 points each in batches of 10 (every batch full: the path without epoch boundaries)."""
+    X, y = AT.ball_vs_shell(2, 40, 0.5, 0.7, 1.0, np.random.default_rng(0), n_sets=6)
+    model = AT.train_ball_vs_shell(torch.tensor(X, dtype=torch.float32), torch.tensor(y, dtype=torch.float32),
+                                   [0.0, 0.1, 0.2] * 2, np.array([True, False] * 3), epochs=4, batch_size=10,
+                                   lr=0.01, seed=2, net_seeds=range(6))
+    return [], list(model.parameters())
+
+
+def _mlp_blocks(monkeypatch, on_epoch_end=None):
+    """lib.train.train_minibatch on a BatchedMLP (logistic loss per model, SGD with momentum), 12 rows in batches
+    of 4, 5 epochs, the device program's orders drawn 2 epochs at a time (ORDER_ENTRIES = 24)."""
+    from lib.nets import BatchedMLP
+
+    monkeypatch.setattr(T, "ORDER_ENTRIES", 24)
+    g = torch.Generator().manual_seed(4)
+    X = torch.randn(12, 3, generator=g)
+    model = BatchedMLP([3, 5, 1], seeds=[0, 1, 2])
+    hist = T.train_minibatch(model, X, torch.sign(X[:, 0]), T.logistic_per_model, 5, 4, 0.1, seed=5, momentum=0.9,
+                             progress=False, on_epoch_end=on_epoch_end, device="cpu")
+    return hist.losses(), list(model.parameters())
+
+
+def _runs(monkeypatch):
+    """The StepRunner.run calls (steps each) of the device programs from now on."""
+    runs, run = [], DS.StepRunner.run
+    monkeypatch.setattr(DS.StepRunner, "run", lambda self, n: runs.append(n) or run(self, n))
+    return runs
+
+
+@pytest.mark.parametrize("train, tol, runs", [
+    (_cnn_sgd, 1e-6, [4, 1] * 3),
+    (_cnn_adam, 2e-5, [2, 1] * 2),
+    (_ensemble, 2e-5, [16]),
+    (_mlp_blocks, 1e-6, [6, 6, 3]),
+], ids=["06 pruning CNN, SGD", "02 Table 3.1 CNN, Adam", "07 ensemble, Adam", "BatchedMLP, orders in blocks"])
+def test_minibatch_device_program_equals_the_host_loop(monkeypatch, train, tol, runs):
+    """On the CPU the device program (REPRO_STEP_MODE=eager) draws its orders from the CPU's default generator seeded
+    ``seed``, i.e. the host loop's permutations: it must train to the host loop's weights and epoch losses (up to
+    the rounding of DeviceSGD/DeviceAdam's foreach updates against torch.optim's), last shorter batches, orders redrawn
+    per block of epochs included. The host acts once per epoch where the last batch is shorter (full batches, then
+    the last one) and once per block of epochs where every batch is full."""
+    out = {}
+    with pytest.MonkeyPatch.context() as mp:
+        for mode in ("host", "eager"):
+            mp.setenv("REPRO_STEP_MODE", mode)
+            seen = _runs(mp)
+            losses, params = train(mp)
+            out[mode] = np.asarray(losses, dtype=float), [p.detach().clone() for p in params]
+            assert seen == ([] if mode == "host" else runs)
+    (la, pa), (lb, pb) = out["host"], out["eager"]
+    np.testing.assert_allclose(la, lb, rtol=tol, atol=tol)
+    for a, b in zip(pa, pb):
+        torch.testing.assert_close(a, b, rtol=tol, atol=tol)
+
+
+def test_minibatch_device_program_calls_back_between_epochs(monkeypatch):
+    """on_epoch_end runs on the host after every epoch, sees the model with its per-batch checks back on
+    (device_program False), and what it changes in place (a weight halved) the following steps train on: as in the
+    host loop."""
+    out = {}
+    for mode in ("host", "eager"):
+        monkeypatch.setenv("REPRO_STEP_MODE", mode)
+        calls = []
+
+        def halve(epoch, model):
+            calls.append((epoch, getattr(model, "device_program", None)))
+            with torch.no_grad():
+                model.weights[0][:, 0].mul_(0.5)
+
+        out[mode] = _mlp_blocks(monkeypatch, halve), calls
+    ((la, pa), ca), ((lb, pb), cb) = out["host"], out["eager"]
+    assert [e for e, _ in ca] == [e for e, _ in cb] == list(range(5))
+    np.testing.assert_allclose(la, lb, rtol=1e-6, atol=1e-6)
+    for a, b in zip(pa, pb):
+        torch.testing.assert_close(a, b, rtol=1e-6, atol=1e-6)
+
+
+def test_device_program_flags_are_set_for_the_steps_only(monkeypatch):
+    """The model's device_program flag is on while the steps run (its forward skips the finiteness check that
+    reads back) and off before, after and around a callback; lib.pruning's CNN trains through it."""
+    monkeypatch.setenv("REPRO_STEP_MODE", "eager")
+    g = torch.Generator().manual_seed(0)
+    X, y = torch.randn(8, 1, 8, 8, generator=g), torch.randint(0, 10, (8,), generator=g)
+    model = P.PrunableCNN(1, 8, 4, seed=0)
+    seen, forward = [], P.PrunableCNN.forward
+    monkeypatch.setattr(P.PrunableCNN, "forward", lambda self, x: seen.append(self.device_program) or forward(self, x))
+    calls = []
+    T.train_minibatch(model, X, y, torch.nn.functional.cross_entropy, 2, 4, 0.01, progress=False,
+                      on_epoch_end=lambda e, m: calls.append(m.device_program), device="cpu")
+    assert seen == [False] + [True] * 4 and calls == [False, False] and not model.device_program  # (probe, steps)
+
+
+def test_minibatch_device_program_names_the_first_diverged_epoch(monkeypatch):
+    """A loss that turns NaN in epoch 2 (from the 4th step, 3 batches an epoch): the host loop stops there; the device
+    program trains on to the end and then names the same epoch. (Its one loss call without gradients, the probe of
+    the loss's shape, is not counted.)"""
+    from lib.nets import BatchedMLP
+
+    messages = {}
+    for mode in ("host", "eager"):
+        monkeypatch.setenv("REPRO_STEP_MODE", mode)
+        steps = []
+
+        def loss(out, t):
+            steps.extend([1] if torch.is_grad_enabled() else [])
+            return T._mse_per_model(out, t) * (float("nan") if len(steps) > 3 else 1.0)
+
+        with pytest.raises(Exception) as err:
+            T.train_minibatch(BatchedMLP([2, 3, 1], seeds=[0]), torch.randn(9, 2), torch.randn(9, 1), loss, 4, 3, 0.1,
+                              progress=False, device="cpu")
+        messages[mode] = type(err.value).__name__, str(err.value), len(steps)
+    assert messages["host"][:2] == messages["eager"][:2] and "by step 2 (epoch)" in messages["host"][1]
+    assert messages["host"][2] == 6 and messages["eager"][2] == 12
+
+
+def test_graph_chunks_take_the_fewest_replays():
+    """_chunk(steps): the graph size c <= GRAPH_CHUNK with the fewest replays steps // c + steps % c (ties: the
+    larger c), found by trying every c."""
+    for steps in (1, 7, 64, 65, 97, 98, 100, 1500, 16 * 99):
+        best = min(range(1, min(T.GRAPH_CHUNK, steps) + 1), key=lambda c: (steps // c + steps % c, -c))
+        assert T._chunk(steps) == best
+    assert T._chunk(98) == 49 and T._chunk(1500) == 60 and T._chunk(64) == 64 and T._chunk(0) == 1
+
+
 # ------------------------------------------------------------------------------- which path runs
 
 def test_the_cpu_keeps_its_host_loops_and_modes_are_checked(monkeypatch):
@@ -355,8 +562,21 @@ class _FakeCuda:
                 fake.capturing = None
             fake.captures.append(len(g.calls))
 
+        class Event:  # records how many replays had run when it was recorded; synchronize notes that
+            def __init__(self, blocking=False):
+                assert blocking  # the host must sleep, not spin, while it waits
+                self.at = None
+
+            def record(self):
+                self.at = len(fake.events)
+                fake.events.append(self)
+
+            def synchronize(self):
+                fake.synced.append(self.at)
+
+        fake.events, fake.synced = [], []
         for name, value in (("Stream", Stream), ("current_stream", lambda: Stream()), ("stream", lambda s: nullcontext()),
-                            ("CUDAGraph", Graph), ("graph", graph), ("synchronize", lambda: None)):
+                            ("CUDAGraph", Graph), ("graph", graph), ("synchronize", lambda: None), ("Event", Event)):
             monkeypatch.setattr(torch.cuda, name, value)
 
 
@@ -387,3 +607,26 @@ def test_step_runner_graph_mode_bookkeeping(monkeypatch, fail):
     else:
         assert runner.mode == "graph" and sorted(runner.graphs) == [1, 64] and fake.captures == [64, 1]
         assert runner.out == "static"
+
+
+def test_step_runner_keeps_the_host_at_most_ahead_replays_ahead(monkeypatch):
+    """With ``ahead`` (lib.train's device program: AHEAD), graph mode records an event after every replay and sleeps on
+    the oldest as soon as more than ``ahead`` are queued: replay k waits for replay k - ahead, so the host never
+    fills the launch queue. Without it (and in eager mode) no event is recorded."""
+    fake = _FakeCuda()
+    fake.install(monkeypatch)
+
+    def step(real=False):
+        if fake.capturing is not None and not real:
+            fake.capturing.calls.append(step)
+        return None
+
+    runner = DS.StepRunner(step, "graph", chunk=4, warmup=2, ahead=2)
+    runner.run(2 + 4 * 5 + 3)  # 2 warm-up steps, 5 replays of 4, 3 of 1
+    assert runner.done == 25 and len(fake.events) == 8 and fake.synced == list(range(6))
+    for kw in (dict(mode="graph"), dict(mode="eager", ahead=2)):
+        fake.events.clear()
+        DS.StepRunner(step, chunk=4, **kw).run(20)
+        assert fake.events == []
+    with pytest.raises(ValueError, match="ahead"):
+        DS.StepRunner(step, "graph", ahead=0)
