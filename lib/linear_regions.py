@@ -23,6 +23,8 @@ layer affine). The forward pass and patterns it builds on are :func:`lib.nets.fo
   a 2-input classifier, exactly: one segment per region it crosses; Figs. 5.3 and 6.4);
 * :func:`boundary_crossings_2d` — where that decision boundary crosses a hidden unit's zero set, and
   by how much it turns there (which first-layer lines shape a boundary, §6.2's "fourth line");
+* :func:`xor_net` and :func:`circle_annulus` — the hand-built XOR net of eq. (5.11) and the circle
+  versus annulus data of §4.2.1, which chapter 08's first section and its comparisons section share;
 * :func:`torch_default_params`, :func:`torch_default_batched`, :func:`batched_params` — nets with
   PyTorch's default ``nn.Linear`` initialisation (the thesis trains PyTorch models and states no other),
   as numpy ``(W, b)`` lists or as a :class:`lib.nets.BatchedMLP` that :func:`lib.train.train_full_batch`
@@ -50,7 +52,7 @@ from lib.nets import activation_patterns, as_float64_inputs, as_float64_params, 
 __all__ = ["Region", "Interval", "local_affine", "regions_2d", "regions_1d", "polygon_area", "arrangement_bound",
            "region_bound", "grid_pattern_count", "pattern_string", "zero_sets_2d", "boundary_segments_2d",
            "boundary_crossings_2d",
-           "torch_default_params", "torch_default_batched", "batched_params"]
+           "torch_default_params", "torch_default_batched", "batched_params", "xor_net", "circle_annulus"]
 
 
 @dataclass
@@ -482,3 +484,28 @@ def batched_params(model) -> list:
 
     V.instance(model, "model", BatchedMLP, "a lib.nets.BatchedMLP")
     return [[(W.double().numpy(), b.double().numpy()) for W, b in model.model_params(m)] for m in range(model.n_models)]
+
+
+def xor_net() -> list:
+    """The hand-built XOR network of eq. (5.11) (= (5.21)) as a float64 ``[(A, b), (w, c)]`` list:
+    ``v(x) = w^T ReLU(A x + b) + c`` with ``A = [[1, 1], [1, 1]]``, ``b = [1, 0]``, ``w = [1, -2]``, ``c = -1``,
+    i.e. ``v = ReLU(s + 1) - 2 ReLU(s) - 1`` with ``s = x_1 + x_2``, as printed in the thesis (Ch. 5).
+
+    Chapter 08 uses it in its first section (eqs. 5.11-5.15, 5.22, Fig. 5.2) and in its comparisons
+    section (Fig. 7.5, where 1/2 is added to the output bias so that the sign classifies). A fresh list
+    of fresh arrays on every call, so a caller may change it."""
+    return [(np.array([[1.0, 1.0], [1.0, 1.0]]), np.array([1.0, 0.0])), (np.array([[1.0, -2.0]]), np.array([-1.0]))]
+
+
+def circle_annulus(n, seed) -> tuple[np.ndarray, np.ndarray]:
+    """The circle versus annulus data of §4.2.1 as chapter 08 uses it (§6.2, Figs. 6.1/6.4; Fig. 7.2):
+    ``n // 2`` points uniform in the disc of radius 0.5 (label +1) and the rest uniform in the annulus
+    between ``0.5 sqrt(2)`` and 1 (label -1), drawn by :func:`lib.annulus_training.ball_vs_shell` from
+    ``np.random.default_rng(seed)``, each coordinate then divided by its standard deviation (the thesis
+    normalises its data). Returns ``X`` (n, 2) float64 and ``y`` (n,) in {+1, -1}."""
+    from lib.annulus_training import ball_vs_shell
+
+    n = V.integer(n, "n", min=2)
+    rng = np.random.default_rng(V.seed(seed))
+    X, y = ball_vs_shell(2, n, 0.5, 0.5 * np.sqrt(2), 1.0, rng)
+    return X[:, 0] / X[:, 0].std(0), y[:, 0]

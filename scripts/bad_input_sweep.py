@@ -762,6 +762,7 @@ def _specs():
         ("linear_regions", "torch_default_params", lambda: dict(widths=([2, 3, 1], "widths"), seed=(0, SE))),
         ("linear_regions", "torch_default_batched", lambda: dict(widths=([2, 3, 1], "widths"), seeds=([0, 1], "list"), leak=(0.0, "slope"))),
         ("linear_regions", "batched_params", lambda: dict(model=(lib["linear_regions"].torch_default_batched([2, 3, 1], [0]), "model"))),
+        ("linear_regions", "circle_annulus", lambda: dict(n=(10, C), seed=(0, SE))),
         # skip_connections (chapter 10, part C)
         ("skip_connections", "vgg_layers", lambda: dict(depth=(11, "choice"), mp2conv=(False, None), fc=(128, C))),
         ("skip_connections", "activation", lambda: dict(z=(Xt(), "elementwise"), name=("sigmoid", "choice"), gamma=(20.0, RA))),

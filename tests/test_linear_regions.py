@@ -634,3 +634,62 @@ def test_boundary_crossings_bad_input():
         LR.boundary_crossings_2d(regs, 1, 1)
     with pytest.raises(ValueError, match=r"^tol must be"):
         LR.boundary_crossings_2d(regs, 1, 0, -1.0)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The shared data and nets of chapter 08 (eq. 5.11, §4.2.1's circle versus annulus)
+
+def test_xor_net_is_eq_5_11():
+    """(5.11) as the closed form v = ReLU(s + 1) - 2 ReLU(s) - 1, s = x1 + x2, on random points and the
+    corners; (5.13): A x + b = [0.5, -0.5] at x = (-1, 0.5)."""
+    net = LR.xor_net()
+    X = np.random.default_rng(0).uniform(-3, 3, (500, 2))
+    s = X.sum(1)
+    by_hand = np.maximum(s + 1, 0) - 2 * np.maximum(s, 0) - 1
+    assert np.array_equal(forward_f64(net, X)[:, 0], by_hand)
+    corners = np.array([[-1.0, -1.0], [-1.0, 1.0], [1.0, -1.0], [1.0, 1.0]])
+    assert forward_f64(net, corners)[:, 0].tolist() == [-1.0, 0.0, 0.0, -2.0]
+    assert preactivations_f64(net, np.array([[-1.0, 0.5]]))[0][0].tolist() == [0.5, -0.5]
+    assert [W.shape for W, _ in net] == [(2, 2), (1, 2)] and all(W.dtype == np.float64 for W, _ in net)
+
+
+def test_xor_net_is_fresh_on_every_call():
+    a = LR.xor_net()
+    a[-1][1][0] += 0.5
+    a[-1] = (a[-1][0], a[-1][1] + 1)
+    assert LR.xor_net()[-1][1].tolist() == [-1.0]
+
+
+def test_circle_annulus_against_its_draws():
+    """The same points as drawing the radii (uniform in area) and directions by hand from the same generator,
+    in ball_vs_shell's order, then dividing each coordinate by its standard deviation."""
+    n, s = 10, 123
+    X, y = LR.circle_annulus(n, s)
+    rng = np.random.default_rng(s)
+    parts = []
+    for lo, hi in ((0.0, 0.5), (0.5 * np.sqrt(2), 1.0)):
+        r = np.sqrt(rng.uniform(lo ** 2, hi ** 2, size=(n // 2, 1)))
+        u = rng.standard_normal((n // 2, 1, 2))
+        parts.append((u / np.linalg.norm(u, axis=2, keepdims=True) * r[..., None])[:, 0])
+    raw = np.concatenate(parts)
+    assert np.allclose(X, raw / raw.std(0), rtol=0, atol=1e-12)
+    assert y.tolist() == [1.0] * 5 + [-1.0] * 5
+
+
+def test_circle_annulus_geometry():
+    X, y = LR.circle_annulus(2000, 4)
+    assert X.shape == (2000, 2) and y.shape == (2000,)
+    assert np.allclose(X.std(0), 1.0)
+    # the disc's points are inside every annulus point, whatever the normalisation (the two scales differ little)
+    assert np.linalg.norm(X[y > 0], axis=1).max() < np.linalg.norm(X[y < 0], axis=1).min()
+    assert (y == 1).sum() == 1000 and set(np.unique(y)) == {-1.0, 1.0}
+    assert np.array_equal(LR.circle_annulus(2000, 4)[0], X)
+
+
+def test_circle_annulus_bad_input():
+    with pytest.raises(ValueError, match="^n must be"):
+        LR.circle_annulus(1, 0)
+    with pytest.raises(TypeError, match="^n must be"):
+        LR.circle_annulus(10.5, 0)
+    with pytest.raises(ValueError, match="^seed must be"):
+        LR.circle_annulus(10, -1)
