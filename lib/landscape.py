@@ -637,8 +637,8 @@ def _stage_a(params, X, X1pinv, alpha, lams) -> list:
     """Stage A of Thm 3.4.9's path: only ``(W_1, b_1)`` moves, from ``params`` to the h-point
     ``h(theta_{2..L}, F_L)``, as ``h`` plus ``(1 - lambda)`` times the kernel parts (:func:`_kernels`); the
     output ``F_L`` stays put. The first network is ``params`` itself (the kernel parts make ``h`` at
-    ``lambda = 0`` equal to it up to rounding; the path-continuity check of the chapter sees the
-    difference if they are wrong)."""
+    ``lambda = 0`` equal to it up to rounding; if they are wrong the path jumps at its first step, which
+    the chapter's continuity check sees once the jump exceeds about a third of that step's own motion)."""
     K, F = _kernels(params, X, X1pinv, alpha)
     layers = params[1:]
     out = [[_h(layers, F, X1pinv, alpha, K, 1.0 - t)] + _copy_net(layers) for t in lams]
@@ -711,7 +711,8 @@ def sublevel_path(params_a, params_b, X, y, alpha: float = 0.2, points_per_stage
 def path_steps(path) -> np.ndarray:
     """The Euclidean lengths of the steps between consecutive networks of a path (all weights and biases
     of a network as one vector), float64, ``len(path) - 1`` values. A path is continuous when its largest
-    step shrinks as it is sampled more finely (chapter 10 compares ``points_per_stage`` = n and 2n - 1)."""
+    step shrinks as it is sampled more finely (chapter 10 compares, step by step, ``points_per_stage`` = n
+    and 16n - 15)."""
     nets = V.sequence(path, "path", min_len=2)
     flat = []
     for i, net in enumerate(nets):
