@@ -502,7 +502,10 @@ def circle_annulus(n, seed) -> tuple[np.ndarray, np.ndarray]:
     ``n // 2`` points uniform in the disc of radius 0.5 (label +1) and the rest uniform in the annulus
     between ``0.5 sqrt(2)`` and 1 (label -1), drawn by :func:`lib.annulus_training.ball_vs_shell` from
     ``np.random.default_rng(seed)``, each coordinate then divided by its standard deviation (the thesis
-    normalises its data). Returns ``X`` (n, 2) float64 and ``y`` (n,) in {+1, -1}."""
+    normalises its data; not centred, as the thesis' "standard deviation one"). Returns ``X`` (n, 2) float64
+    and ``y`` (n,) in {+1, -1}. The two coordinates' scales agree only for large ``n`` (the chapter's 1,000):
+    for a handful of points a coordinate's standard deviation can be tiny, and the scaled points no longer
+    lie as a disc inside an annulus."""
     from lib.annulus_training import ball_vs_shell
 
     n = V.integer(n, "n", min=2)
