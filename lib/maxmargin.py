@@ -23,7 +23,7 @@ from tqdm.auto import tqdm
 
 from lib import validate
 from lib import validate as V
-from lib.device_step import DeviceAdam, step_mode
+from lib.device_step import step_mode
 from lib.scale import ChapterScales, on_device
 
 # --------------------------------------------------------------------------------------------
@@ -771,7 +771,7 @@ def train_adam(model, X, y, epochs: int, batch_size: int = 128, lr: float = 1e-3
             total = torch.zeros((), device=device)
             for idx in torch.randperm(len(y), generator=gen).split(batch_size):
                 idx = idx.to(device)
-                loss = torch.nn.functional.softplus(-y[idx] * model(X[idx])).mean()
+                loss = _logistic_mean(model(X[idx]), y[idx])
                 opt.zero_grad()
                 loss.backward()
                 opt.step()
@@ -790,15 +790,11 @@ def _train_adam_program(model, X, y, epochs, batch_size, lr, seed, progress, mod
     """:func:`train_adam` as :func:`lib.train.train_minibatch`'s device program (issue 36): the same steps (Adam,
     the mean logistic loss of each batch, every epoch a fresh order of the rows, the last batch shorter),
     orders drawn on the device. Returns the epoch losses as the host loop computes them (sum / n)."""
-    from lib.train import _minibatch_program
+    from lib.train import _device_optimizer, _program_history
 
-    opt = DeviceAdam([p for p in model.parameters() if p.requires_grad], lr)
-    sums = _minibatch_program(model, X, y, _logistic_mean, epochs, batch_size, seed, opt, mode, progress,
-                              "Adam epochs", lr=lr)
-    losses = [float(s) / len(y) for s in sums]
-    for epoch, loss in enumerate(losses):
-        V.finite_loss(loss, f"{epoch + 1} (epoch)", lr)
-    return losses
+    return _program_history(model, X, y, _logistic_mean, epochs, batch_size, seed,
+                            _device_optimizer(model, "adam", lr, 0.0, 0.0), lr, progress, "Adam epochs", None,
+                            mode).loss
 
 
 def two_layer_report(W, a, X, y, X_test, big: float = 0.1) -> dict:
